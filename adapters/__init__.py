@@ -1,0 +1,37 @@
+"""ppgm.adapters: the boundary between ppgm's engine and pgmpy, pandas and networkx.
+
+Everything here takes and returns pgmpy objects (``DiscreteMarkovNetwork``,
+``DiscreteBayesianNetwork``, ``DiscreteFactor``, ``TabularCPD``) and DataFrames.
+"""
+
+from .data import contingency_tables, decode, encode, infer_domain, sample
+from .inference import LogBeliefPropagation
+from .examples import dirichlet_chain_network, load_bif_example
+from .metrics import kl_divergence, total_variation
+from .models import (
+    bayes_from_pgmpy,
+    bayes_to_pgmpy,
+    markov_from_pgmpy,
+    markov_to_pgmpy,
+    tabular_cpds,
+    to_engine,
+)
+
+__all__ = [
+    "LogBeliefPropagation",
+    "bayes_from_pgmpy",
+    "bayes_to_pgmpy",
+    "contingency_tables",
+    "decode",
+    "dirichlet_chain_network",
+    "load_bif_example",
+    "encode",
+    "infer_domain",
+    "kl_divergence",
+    "markov_from_pgmpy",
+    "markov_to_pgmpy",
+    "sample",
+    "tabular_cpds",
+    "to_engine",
+    "total_variation",
+]

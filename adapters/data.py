@@ -1,0 +1,133 @@
+"""pandas DataFrames <-> integer-coded records, contingency tables and samples."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from pgmpy.factors.discrete import DiscreteFactor
+
+from ppgm.domain import Domain
+from ppgm.sampling import sample as _engine_sample
+from ppgm.tables import contingency_tables as _engine_tables
+
+from .models import to_engine
+
+
+def infer_domain(data: pd.DataFrame, columns: Sequence, state_names: Mapping | None = None) -> Domain:
+    """Domain of ``columns``: given state names where supplied, else the sorted observed values."""
+    names = dict(state_names or {})
+    states = {}
+    for c in columns:
+        if c in names:
+            states[c] = list(names[c])
+        else:
+            vals = pd.unique(data[c].dropna())
+            try:
+                vals = sorted(vals)
+            except TypeError:
+                vals = sorted(vals, key=str)
+            states[c] = list(vals)
+        if not states[c]:
+            raise ValueError(f"data: column {c!r} has no values to take states from")
+    return Domain(tuple(columns), tuple(len(states[c]) for c in columns), states)
+
+
+def encode(data: pd.DataFrame, domain: Domain) -> np.ndarray:
+    """Integer codes (N, len(domain)) of the DataFrame's columns, states looked up in ``domain``.
+
+    Raises ``ValueError`` naming the column for a missing column, a missing value or a value that
+    is not one of the variable's states. The DataFrame is not modified.
+
+    Examples
+    --------
+    >>> d = Domain(("A",), (2,), {"A": ["no", "yes"]})
+    >>> encode(pd.DataFrame({"A": ["yes", "no"]}), d).ravel().tolist()
+    [1, 0]
+    """
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(f"data: expected a pandas DataFrame, got {type(data).__name__}")
+    missing = [v for v in domain.variables if v not in data.columns]
+    if missing:
+        raise ValueError(f"data: columns {missing} are missing; the DataFrame has {list(data.columns)}")
+    out = np.empty((len(data), len(domain)), dtype=np.int64)
+    for j, v in enumerate(domain.variables):
+        col = data[v]
+        if col.isna().any():
+            raise ValueError(f"data: column {v!r} has missing values; give them a state of their own")
+        states = list(domain.state_names[v])
+        codes = pd.Categorical(col, categories=states).codes
+        if (codes < 0).any():
+            bad = pd.unique(col[codes < 0])[:5]
+            raise ValueError(f"data: column {v!r} has values {list(bad)} that are not among its states {states}")
+        out[:, j] = codes
+    return out
+
+
+def decode(records: np.ndarray, domain: Domain) -> pd.DataFrame:
+    """DataFrame of state names from integer codes."""
+    return pd.DataFrame(
+        {v: np.asarray(domain.state_names[v], dtype=object)[records[:, j]] for j, v in enumerate(domain.variables)}
+    )
+
+
+def contingency_tables(
+    data: pd.DataFrame,
+    cliques: Sequence[Sequence],
+    state_names: Mapping | None = None,
+    weights=None,
+) -> list[DiscreteFactor]:
+    """One count table per clique from a DataFrame, as pgmpy ``DiscreteFactor``s with state names.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        One record per row; the columns named in ``cliques`` are counted.
+    cliques : sequence of sequences of column names
+    state_names : mapping, optional
+        ``{column: states}``; a column not given takes its sorted observed values.
+        A value not among the given states is an error.
+    weights : array-like of shape (N,), optional
+        Per-record weights (for instance 1/K for a user contributing K records).
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"A": ["a", "b", "a"], "B": [0, 1, 1]})
+    >>> contingency_tables(df, [("A", "B")])[0].values.tolist()
+    [[1.0, 1.0], [0.0, 1.0]]
+    """
+    cliques = [tuple(c) for c in cliques]
+    if not cliques:
+        raise ValueError("cliques: expected at least one clique")
+    if len(data) == 0:
+        raise ValueError("data: the DataFrame has no rows")
+    columns = list(dict.fromkeys(v for c in cliques for v in c))
+    missing = [v for v in columns if v not in data.columns]
+    if missing:
+        raise ValueError(f"cliques: columns {missing} are not in the data; it has {list(data.columns)}")
+    dom = infer_domain(data, columns, state_names)
+    tables = _engine_tables(encode(data, dom), dom, cliques, weights=weights)
+    return [
+        DiscreteFactor(list(t.variables), list(t.shape), t.values.astype(float),
+                       state_names={v: list(dom.state_names[v]) for v in t.variables})
+        for t in tables
+    ]
+
+
+def sample(model, n: int, seed=None) -> pd.DataFrame:
+    """``n`` exact samples from a pgmpy ``DiscreteMarkovNetwork`` or ``DiscreteBayesianNetwork``,
+    as a DataFrame whose values are state names.
+
+    Examples
+    --------
+    >>> from pgmpy.models import DiscreteBayesianNetwork
+    >>> from pgmpy.factors.discrete import TabularCPD
+    >>> bn = DiscreteBayesianNetwork()
+    >>> bn.add_node("A")
+    >>> bn.add_cpds(TabularCPD("A", 2, [[0.0], [1.0]], state_names={"A": ["off", "on"]}))
+    >>> sample(bn, 2, seed=0)["A"].tolist()
+    ['on', 'on']
+    """
+    m = to_engine(model)
+    return decode(_engine_sample(m, n, seed), m.domain)

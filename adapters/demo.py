@@ -1,0 +1,120 @@
+"""``ppgm demo``: the main job, one short end-to-end pass of every capability, printed as a report.
+
+Each capability adds one step: a function taking a ``numpy.random.Generator`` and returning the
+lines of its section. Steps use only public API, in pgmpy's idiom.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Callable
+
+import numpy as np
+from tqdm.auto import tqdm
+
+
+def _inference_step(rng: np.random.Generator) -> list[str]:
+    from pgmpy.inference import BeliefPropagation, VariableElimination
+
+    from . import LogBeliefPropagation, dirichlet_chain_network
+
+    mn = dirichlet_chain_network(10, 10, seed=rng)
+    pairs = [(f"X{i}", f"X{j}") for i in range(10) for j in range(i + 1, min(i + 4, 10))]
+    t0 = time.perf_counter()
+    ours = LogBeliefPropagation(mn)
+    q_ours = [ours.query(list(p)).values for p in pairs]
+    t_ours = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ve = VariableElimination(mn)
+    q_ve = []
+    for p in pairs:
+        f = ve.query(list(p), show_progress=False)
+        f.normalize()
+        q_ve.append(f.values)
+    t_ve = time.perf_counter() - t0
+    bp = BeliefPropagation(mn)
+    bp.calibrate()
+    q_bp = []
+    for p in pairs:
+        f = bp.query(list(p), show_progress=False)
+        f.normalize()
+        q_bp.append(f.values)
+    err_ours = max(np.abs(a - b).max() for a, b in zip(q_ours, q_ve))
+    err_bp = max(np.abs(a - b).max() for a, b in zip(q_bp, q_ve))
+    return [
+        "model: third-order chain, 10 variables x 10 states, Dirichlet(1) edge tables (pgmpy DiscreteMarkovNetwork)",
+        f"{len(pairs)} edge marginals: LogBeliefPropagation {t_ours * 1e3:.0f} ms, pgmpy VariableElimination {t_ve * 1e3:.0f} ms",
+        f"max |error| vs VariableElimination: ppgm {err_ours:.1e}, pgmpy BeliefPropagation {err_bp:.1e}"
+        + ("  <- pgmpy's BP stops early on small potentials" if err_bp > 1e-6 else ""),
+        f"log Z = {ours.log_partition_function():.4f}",
+    ]
+
+
+def _sampling_step(rng: np.random.Generator) -> list[str]:
+    from pgmpy.models import DiscreteBayesianNetwork
+    from pgmpy.parameter_estimator import DiscreteBayesianEstimator
+
+    from . import kl_divergence, load_bif_example, sample, total_variation
+
+    alarm = load_bif_example("alarm")
+    n = 20_000
+    t0 = time.perf_counter()
+    df = sample(alarm, n, seed=rng)
+    t_sample = time.perf_counter() - t0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = DiscreteBayesianNetwork(alarm.edges())
+        fitted.add_nodes_from(alarm.nodes())
+        state_names = {v: list(alarm.get_cpds(v).state_names[v]) for v in alarm.nodes()}
+        fitted.fit(df, estimator=DiscreteBayesianEstimator(state_names=state_names, equivalent_sample_size=1))
+    t0 = time.perf_counter()
+    kl = kl_divergence(alarm, fitted)
+    t_kl = time.perf_counter() - t0
+    tv = total_variation(alarm, fitted, n_samples=50_000, seed=rng)
+    return [
+        f"ALARM (37 nodes, pgmpy's bundled BIF): {n:,} records sampled in {t_sample * 1e3:.0f} ms",
+        f"BDeu fit on those records: KL(true || fit) = {kl:.4f} nats (exact, {t_kl * 1e3:.0f} ms), "
+        f"TV ~ {tv:.3f} (sampling estimate, 50k draws each side)",
+    ]
+
+
+def _loopy_step(rng: np.random.Generator) -> list[str]:
+    from ppgm import infer
+    from ppgm.random_models import grid
+
+    small = grid(8, 8, coupling=0.5, seed=rng)
+    exact, loopy = infer(small), infer(small, method="loopy")
+    err = max(np.abs(exact.marginal([v]).values - loopy.marginal([v]).values).max() for v in small.domain.variables)
+    big = grid(20, 20, coupling=0.5, seed=rng)
+    t0 = time.perf_counter()
+    res = infer(big, method="auto", max_cells=100_000)
+    t = time.perf_counter() - t0
+    return [
+        f"8 x 8 binary grid: loopy BP node marginals within {err:.1e} of exact, log Z {loopy.log_z:.3f} (Bethe) vs {exact.log_z:.3f}",
+        f"20 x 20 binary grid with a 100k-cell budget: {res.note.split(':')[0]}, {res.loopy.iterations} iterations, "
+        f"{t * 1e3:.0f} ms, Bethe log Z {res.log_z:.2f}",
+    ]
+
+
+STEPS: list[tuple[str, Callable[[np.random.Generator], list[str]]]] = [
+    ("Exact inference on pgmpy models (LogBeliefPropagation)", _inference_step),
+    ("Sampling, KL and total variation (ALARM)", _sampling_step),
+    ("Loopy belief propagation with automatic fallback", _loopy_step),
+]
+
+
+def run_demo(seed: int = 0, progress: bool = True, out=print) -> None:
+    """Run every step and print the report."""
+    rng = np.random.default_rng(seed)
+    out(f"ppgm demo (seed {seed})")
+    total = time.perf_counter()
+    for title, step in tqdm(STEPS, desc="demo", disable=not progress, leave=False):
+        t0 = time.perf_counter()
+        lines = step(rng)
+        out("")
+        out(f"== {title}  [{time.perf_counter() - t0:.1f} s]")
+        for line in lines:
+            out(f"   {line}")
+    out("")
+    out(f"done in {time.perf_counter() - total:.1f} s")

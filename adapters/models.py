@@ -1,0 +1,189 @@
+"""pgmpy models <-> ppgm engine models.
+
+Variables keep their names and state names both ways. A pgmpy factor whose state names list a
+variable's states in another order than the model's first factor is re-indexed, never silently
+misread; different state sets or cardinalities for one variable are an error.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+from pgmpy.factors.discrete import DiscreteFactor, TabularCPD
+from pgmpy.models import DiscreteBayesianNetwork, DiscreteMarkovNetwork
+
+from ppgm.bayes import BayesianNetwork
+from ppgm.domain import Domain
+from ppgm.factor import Factor
+from ppgm.markov import MarkovNetwork
+
+
+def _states(factor_like, var) -> list:
+    names = getattr(factor_like, "state_names", None) or {}
+    if var in names:
+        return list(names[var])
+    return list(range(factor_like.get_cardinality([var])[var]))
+
+
+def _collect_domain(model, factors: Sequence) -> Domain:
+    states: dict = {}
+    for f in factors:
+        for v in f.variables:
+            s = _states(f, v)
+            if v not in states:
+                states[v] = s
+            elif len(states[v]) != len(s):
+                raise ValueError(
+                    f"model: variable {v!r} has {len(states[v])} states in one factor and {len(s)} in another"
+                )
+            elif set(states[v]) != set(s):
+                raise ValueError(f"model: variable {v!r} has state names {states[v]} in one factor and {s} in another")
+    variables = [v for v in model.nodes()]
+    missing = [v for v in variables if v not in states]
+    if missing:
+        raise ValueError(f"model: variables {missing} appear in no factor; add factors (or CPDs) for them")
+    return Domain(tuple(variables), tuple(len(states[v]) for v in variables), states)
+
+
+def _reindexed(f, dom: Domain) -> np.ndarray:
+    """The factor's values with each axis in the domain's state order."""
+    vals = np.asarray(f.values, dtype=float)
+    for ax, v in enumerate(f.variables):
+        s = _states(f, v)
+        target = list(dom.state_names[v])
+        if s != target:
+            pos = {state: i for i, state in enumerate(s)}
+            vals = np.take(vals, [pos[t] for t in target], axis=ax)
+    return vals
+
+
+def markov_from_pgmpy(model: DiscreteMarkovNetwork) -> MarkovNetwork:
+    """Engine Markov network with the log of each ``DiscreteFactor`` as a log-potential.
+
+    Examples
+    --------
+    >>> from pgmpy.models import DiscreteMarkovNetwork
+    >>> from pgmpy.factors.discrete import DiscreteFactor
+    >>> mn = DiscreteMarkovNetwork([("A", "B")])
+    >>> mn.add_factors(DiscreteFactor(["A", "B"], [2, 2], [1, 2, 3, 4]))
+    >>> markov_from_pgmpy(mn).scopes
+    [('A', 'B')]
+    """
+    if isinstance(model, DiscreteBayesianNetwork):
+        return bayes_from_pgmpy(model).to_markov()
+    if not isinstance(model, DiscreteMarkovNetwork):
+        raise TypeError(f"model: expected a pgmpy DiscreteMarkovNetwork, got {type(model).__name__}")
+    factors = list(model.get_factors())
+    if not factors:
+        raise ValueError("model: the DiscreteMarkovNetwork has no factors")
+    dom = _collect_domain(model, factors)
+    out = []
+    for i, f in enumerate(factors):
+        vals = _reindexed(f, dom)
+        if np.isnan(vals).any() or (vals < 0).any():
+            raise ValueError(f"model: factor {i} over {list(f.variables)} has negative or NaN values")
+        with np.errstate(divide="ignore"):
+            out.append(Factor(tuple(f.variables), np.log(vals)))
+    return MarkovNetwork(dom, out)
+
+
+def markov_to_pgmpy(model: MarkovNetwork) -> DiscreteMarkovNetwork:
+    """pgmpy ``DiscreteMarkovNetwork`` whose factors are exp of the engine's log-potentials
+    (each shifted by its maximum, which changes nothing but the scale)."""
+    mn = DiscreteMarkovNetwork()
+    mn.add_nodes_from(model.domain.variables)
+    for f in model.factors:
+        for i, a in enumerate(f.variables):
+            for b in f.variables[i + 1 :]:
+                mn.add_edge(a, b)
+    factors = []
+    for f in model.factors:
+        vals = f.values
+        top = np.max(vals)
+        vals = np.exp(vals - (top if np.isfinite(top) else 0.0))
+        factors.append(
+            DiscreteFactor(
+                list(f.variables),
+                list(f.shape),
+                vals,
+                state_names={v: list(model.domain.state_names[v]) for v in f.variables},
+            )
+        )
+    mn.add_factors(*factors)
+    return mn
+
+
+def bayes_from_pgmpy(model: DiscreteBayesianNetwork) -> BayesianNetwork:
+    """Engine Bayesian network: CPT arrays of shape (*parent cards, card), topological order.
+
+    Examples
+    --------
+    >>> from pgmpy.models import DiscreteBayesianNetwork
+    >>> from pgmpy.factors.discrete import TabularCPD
+    >>> bn = DiscreteBayesianNetwork([("A", "B")])
+    >>> bn.add_cpds(TabularCPD("A", 2, [[0.4], [0.6]]), TabularCPD("B", 2, [[0.9, 0.2], [0.1, 0.8]], ["A"], [2]))
+    >>> bayes_from_pgmpy(bn).cpts["B"].tolist()
+    [[0.9, 0.1], [0.2, 0.8]]
+    """
+    if not isinstance(model, DiscreteBayesianNetwork):
+        raise TypeError(f"model: expected a pgmpy DiscreteBayesianNetwork, got {type(model).__name__}")
+    cpds = {cpd.variable: cpd for cpd in model.get_cpds()}
+    missing = [v for v in model.nodes() if v not in cpds]
+    if missing:
+        raise ValueError(f"model: nodes {missing} have no CPD")
+    dom = _collect_domain(model, list(cpds.values()))
+    parents, cpts = {}, {}
+    for v, cpd in cpds.items():
+        ev = tuple(cpd.variables[1:])
+        if set(ev) != set(model.get_parents(v)):
+            raise ValueError(f"model: the CPD of {v!r} conditions on {list(ev)}, the graph gives parents {model.get_parents(v)}")
+        vals = _reindexed(DiscreteFactor(cpd.variables, cpd.cardinality, cpd.get_values().reshape(cpd.cardinality),
+                                         state_names=cpd.state_names), dom)
+        parents[v] = ev
+        cpts[v] = np.moveaxis(vals, 0, -1)
+    return BayesianNetwork(dom, parents, cpts)
+
+
+def tabular_cpds(model: BayesianNetwork, cpts: Mapping | None = None) -> list[TabularCPD]:
+    """pgmpy ``TabularCPD`` objects for the engine CPT arrays (``cpts`` overrides ``model.cpts``)."""
+    tables = {**model.cpts, **(cpts or {})}
+    dom = model.domain
+    out = []
+    for v in model.order:
+        ps = model.parents[v]
+        t = np.asarray(tables[v], dtype=float)
+        values = np.moveaxis(t, -1, 0).reshape(dom.card(v), dom.size(ps))
+        out.append(
+            TabularCPD(
+                v,
+                dom.card(v),
+                values,
+                evidence=list(ps) or None,
+                evidence_card=list(dom.shape(ps)) or None,
+                state_names={u: list(dom.state_names[u]) for u in (v,) + ps},
+            )
+        )
+    return out
+
+
+def bayes_to_pgmpy(model: BayesianNetwork) -> DiscreteBayesianNetwork:
+    """pgmpy ``DiscreteBayesianNetwork`` with the engine's DAG and CPTs."""
+    bn = DiscreteBayesianNetwork()
+    bn.add_nodes_from(model.domain.variables)
+    bn.add_edges_from((p, v) for v in model.order for p in model.parents[v])
+    bn.add_cpds(*tabular_cpds(model))
+    return bn
+
+
+def to_engine(model):
+    """Engine model of a pgmpy ``DiscreteMarkovNetwork`` or ``DiscreteBayesianNetwork`` (engine models pass through)."""
+    if isinstance(model, (MarkovNetwork, BayesianNetwork)):
+        return model
+    if isinstance(model, DiscreteBayesianNetwork):
+        return bayes_from_pgmpy(model)
+    if isinstance(model, DiscreteMarkovNetwork):
+        return markov_from_pgmpy(model)
+    raise TypeError(
+        f"model: expected a pgmpy DiscreteMarkovNetwork or DiscreteBayesianNetwork, got {type(model).__name__}"
+    )

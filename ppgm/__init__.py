@@ -1,0 +1,43 @@
+"""ppgm: learning pgmpy graphical models from noisy, corrupted, aggregated or inconsistent data.
+
+The engine (this package) works on numpy arrays and small dataclasses; ``ppgm.adapters`` converts
+pgmpy models and pandas DataFrames to and from it.
+"""
+
+from .bayes import BayesianNetwork
+from .domain import Domain
+from .factor import Factor, align, logsumexp
+from .inference import Marginals, infer
+from .junction_tree import Calibration, JunctionTree, JunctionTreeTooLarge
+from .loopy import LoopyResult, loopy_belief_propagation
+from .markov import MarkovNetwork
+from .metrics import entropy, kl_divergence, log_likelihood, nllh, total_variation
+from .sampling import sample, sample_bayes, sample_markov
+from .tables import contingency_tables
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BayesianNetwork",
+    "Calibration",
+    "Domain",
+    "Factor",
+    "JunctionTree",
+    "JunctionTreeTooLarge",
+    "LoopyResult",
+    "MarkovNetwork",
+    "Marginals",
+    "align",
+    "contingency_tables",
+    "entropy",
+    "infer",
+    "kl_divergence",
+    "log_likelihood",
+    "logsumexp",
+    "loopy_belief_propagation",
+    "nllh",
+    "sample",
+    "sample_bayes",
+    "sample_markov",
+    "total_variation",
+]

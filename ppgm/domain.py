@@ -1,0 +1,118 @@
+"""Discrete domains: ordered variables, their cardinalities and state names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Hashable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+Var = Hashable
+
+
+@dataclass(frozen=True)
+class Domain:
+    """An ordered set of discrete variables.
+
+    Parameters
+    ----------
+    variables : sequence of hashable
+        Variable names, in the order used for record columns.
+    cards : sequence of int
+        Number of states of each variable (>= 1).
+    state_names : mapping, optional
+        ``{variable: sequence of state labels}``; defaults to ``0 .. card-1``.
+
+    Examples
+    --------
+    >>> d = Domain(("A", "B"), (2, 3))
+    >>> d.shape(("B", "A"))
+    (3, 2)
+    """
+
+    variables: tuple
+    cards: tuple
+    state_names: Mapping = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        variables = tuple(self.variables)
+        cards = tuple(int(c) for c in self.cards)
+        if len(variables) != len(cards):
+            raise ValueError(
+                f"cards: expected one cardinality per variable ({len(variables)}), got {len(cards)}"
+            )
+        if len(set(variables)) != len(variables):
+            raise ValueError(f"variables: duplicate names in {variables}")
+        if any(c < 1 for c in cards):
+            raise ValueError(f"cards: every cardinality must be >= 1, got {cards}")
+        names = dict(self.state_names or {})
+        unknown = set(names) - set(variables)
+        if unknown:
+            raise ValueError(f"state_names: unknown variables {sorted(map(str, unknown))}")
+        full = {}
+        for v, c in zip(variables, cards):
+            states = tuple(names.get(v, range(c)))
+            if len(states) != c:
+                raise ValueError(
+                    f"state_names[{v!r}]: expected {c} states, got {len(states)}"
+                )
+            if len(set(states)) != c:
+                raise ValueError(f"state_names[{v!r}]: duplicate states {states}")
+            full[v] = states
+        object.__setattr__(self, "variables", variables)
+        object.__setattr__(self, "cards", cards)
+        object.__setattr__(self, "state_names", full)
+        object.__setattr__(self, "_index", {v: i for i, v in enumerate(variables)})
+
+    def __len__(self) -> int:
+        return len(self.variables)
+
+    def __contains__(self, var: Var) -> bool:
+        return var in self._index
+
+    def index(self, var: Var) -> int:
+        """Column index of ``var``; raises ``KeyError`` naming it if unknown."""
+        try:
+            return self._index[var]
+        except KeyError:
+            raise KeyError(f"unknown variable {var!r}; the domain has {list(self.variables)}") from None
+
+    def indices(self, variables: Iterable[Var]) -> list[int]:
+        return [self.index(v) for v in variables]
+
+    def card(self, var: Var) -> int:
+        return self.cards[self.index(var)]
+
+    def shape(self, variables: Iterable[Var]) -> tuple:
+        return tuple(self.cards[self.index(v)] for v in variables)
+
+    def size(self, variables: Iterable[Var]) -> int:
+        return int(np.prod(self.shape(variables), dtype=np.int64))
+
+    def check(self, variables: Iterable[Var], argument: str = "variables") -> tuple:
+        """Return ``variables`` as a tuple after checking each is known and unique."""
+        variables = tuple(variables)
+        missing = [v for v in variables if v not in self._index]
+        if missing:
+            raise ValueError(f"{argument}: unknown variables {missing}; the domain has {list(self.variables)}")
+        if len(set(variables)) != len(variables):
+            raise ValueError(f"{argument}: repeated variables in {variables}")
+        return variables
+
+    def project(self, variables: Sequence[Var]) -> "Domain":
+        """The sub-domain over ``variables`` (in the given order)."""
+        variables = self.check(variables)
+        return Domain(variables, self.shape(variables), {v: self.state_names[v] for v in variables})
+
+    def merge(self, other: "Domain") -> "Domain":
+        """Union of two domains; shared variables must agree on cardinality."""
+        variables, cards, names = list(self.variables), list(self.cards), dict(self.state_names)
+        for v, c in zip(other.variables, other.cards):
+            if v in self._index:
+                if self.card(v) != c:
+                    raise ValueError(f"variable {v!r} has {self.card(v)} states in one domain and {c} in the other")
+            else:
+                variables.append(v)
+                cards.append(c)
+                names[v] = other.state_names[v]
+        return Domain(tuple(variables), tuple(cards), names)

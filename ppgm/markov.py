@@ -1,0 +1,74 @@
+"""Log-linear discrete Markov networks: one log-potential table per clique."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .domain import Domain
+from .factor import Factor
+from .records import cell_index, check_records
+
+
+@dataclass(frozen=True)
+class MarkovNetwork:
+    """p(x) proportional to exp(sum_C theta_C(x_C)).
+
+    Parameters
+    ----------
+    domain : Domain
+        The variables.
+    factors : sequence of Factor
+        Log-potentials ``theta_C``; ``-inf`` marks an impossible cell. Several factors may share a scope.
+
+    Examples
+    --------
+    >>> d = Domain(("A", "B"), (2, 2))
+    >>> m = MarkovNetwork(d, [Factor(("A", "B"), np.log([[1.0, 2.0], [3.0, 4.0]]))])
+    >>> m.scopes
+    [('A', 'B')]
+    """
+
+    domain: Domain
+    factors: tuple
+
+    def __post_init__(self) -> None:
+        factors = tuple(self.factors)
+        for i, f in enumerate(factors):
+            if not isinstance(f, Factor):
+                raise TypeError(f"factors[{i}]: expected a ppgm Factor, got {type(f).__name__}")
+            self.domain.check(f.variables, f"factors[{i}].variables")
+            expected = self.domain.shape(f.variables)
+            if f.shape != expected:
+                raise ValueError(f"factors[{i}]: scope {f.variables} needs shape {expected}, got {f.shape}")
+            if np.isnan(f.values).any() or np.isposinf(f.values).any():
+                raise ValueError(f"factors[{i}]: log-potentials must be finite or -inf (found NaN or +inf)")
+        object.__setattr__(self, "factors", factors)
+
+    @property
+    def scopes(self) -> list:
+        return [f.variables for f in self.factors]
+
+    def unnormalized_log_prob(self, records) -> np.ndarray:
+        """sum_C theta_C(x_C) for every record (vectorised)."""
+        rec = check_records(records, self.domain)
+        out = np.zeros(len(rec))
+        for f in self.factors:
+            out += f.values.ravel()[cell_index(rec, self.domain.indices(f.variables), f.shape)]
+        return out
+
+    def joint_log_table(self, max_cells: int = 2**24) -> np.ndarray:
+        """The unnormalised log-joint over the whole domain (for small models and tests)."""
+        size = self.domain.size(self.domain.variables)
+        if size > max_cells:
+            raise MemoryError(f"the joint table has {size} cells, more than max_cells={max_cells}")
+        out = np.zeros(self.domain.cards)
+        for f in self.factors:
+            out = out + f.expand(self.domain.variables, self.domain.cards)
+        return out
+
+    def with_factors(self, factors: Sequence[Factor]) -> "MarkovNetwork":
+        """A network on the same domain with other log-potentials."""
+        return MarkovNetwork(self.domain, tuple(factors))

@@ -1,0 +1,86 @@
+"""Random models used by the papers' experiments, the tests, the demo and the benchmarks."""
+
+from __future__ import annotations
+
+import itertools
+
+import networkx as nx
+import numpy as np
+
+from .bayes import BayesianNetwork
+from .domain import Domain
+from .factor import Factor
+from .markov import MarkovNetwork
+
+
+def _rng(seed) -> np.random.Generator:
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def pairwise_dirichlet(edges, n_vars: int, k: int, alpha: float = 1.0, seed=None, names=None) -> MarkovNetwork:
+    """Pairwise model whose edge tables (k x k) are Dirichlet(alpha) draws over their k^2 cells.
+
+    This is the potential family of the CGM paper's synthetic experiments (Sec. 4.1).
+
+    Examples
+    --------
+    >>> pairwise_dirichlet([(0, 1)], 2, 3, seed=0).scopes
+    [('X0', 'X1')]
+    """
+    rng = _rng(seed)
+    names = list(names) if names is not None else [f"X{i}" for i in range(n_vars)]
+    dom = Domain(tuple(names), (k,) * n_vars)
+    factors = []
+    for a, b in edges:
+        table = rng.dirichlet(np.full(k * k, alpha)).reshape(k, k)
+        with np.errstate(divide="ignore"):
+            factors.append(Factor((names[a], names[b]), np.log(table)))
+    return MarkovNetwork(dom, factors)
+
+
+def third_order_chain(n_vars: int = 10, k: int = 10, alpha: float = 1.0, seed=None) -> MarkovNetwork:
+    """Edges i - j for 1 <= |i - j| <= 3 with Dirichlet(alpha) edge tables."""
+    edges = [(i, j) for i in range(n_vars) for j in range(i + 1, min(i + 4, n_vars))]
+    return pairwise_dirichlet(edges, n_vars, k, alpha, seed)
+
+
+def erdos_renyi(n_vars: int = 10, k: int = 10, p: float = 0.3, alpha: float = 1.0, seed=None) -> MarkovNetwork:
+    """A connected Erdos-Renyi graph (redrawn until connected) with Dirichlet(alpha) edge tables."""
+    rng = _rng(seed)
+    for _ in range(1000):
+        g = nx.gnp_random_graph(n_vars, p, seed=int(rng.integers(2**31)))
+        if nx.is_connected(g):
+            return pairwise_dirichlet(sorted(g.edges()), n_vars, k, alpha, rng)
+    raise ValueError(f"p={p}: could not draw a connected graph on {n_vars} nodes")
+
+
+def grid(rows: int, cols: int, k: int = 2, coupling: float = 1.0, field: float = 0.5, seed=None) -> MarkovNetwork:
+    """A rows x cols grid with Gaussian random pairwise log-potentials (std ``coupling``) and unary
+    log-potentials (std ``field``), for loopy BP."""
+    rng = _rng(seed)
+    names = [f"G{r}_{c}" for r in range(rows) for c in range(cols)]
+    dom = Domain(tuple(names), (k,) * len(names))
+    factors = [Factor((v,), rng.normal(0, field, k)) for v in names]
+    for r, c in itertools.product(range(rows), range(cols)):
+        for dr, dc in ((0, 1), (1, 0)):
+            if r + dr < rows and c + dc < cols:
+                factors.append(Factor((f"G{r}_{c}", f"G{r + dr}_{c + dc}"), rng.normal(0, coupling, (k, k))))
+    return MarkovNetwork(dom, factors)
+
+
+def random_bayesian_network(
+    n_vars: int, k: int | tuple = 2, max_parents: int = 2, alpha: float = 1.0, seed=None
+) -> BayesianNetwork:
+    """A random DAG (each node picks up to ``max_parents`` earlier nodes) with Dirichlet(alpha) CPT rows."""
+    rng = _rng(seed)
+    names = tuple(f"V{i}" for i in range(n_vars))
+    cards = (k,) * n_vars if np.isscalar(k) else tuple(k)
+    dom = Domain(names, cards)
+    parents, cpts = {}, {}
+    for i, v in enumerate(names):
+        m = int(rng.integers(0, min(max_parents, i) + 1))
+        ps = tuple(names[j] for j in sorted(rng.choice(i, size=m, replace=False))) if m else ()
+        parents[v] = ps
+        rows = dom.size(ps)
+        cpts[v] = rng.dirichlet(np.full(cards[i], alpha), size=rows).reshape(dom.shape(ps) + (cards[i],))
+    return BayesianNetwork(dom, parents, cpts)

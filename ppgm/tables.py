@@ -1,0 +1,93 @@
+"""Contingency tables (sufficient statistics) from integer-coded records."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .domain import Domain
+from .factor import Factor
+from .records import cell_index, check_records
+
+
+def contingency_tables(
+    records,
+    domain: Domain,
+    scopes: Sequence[Sequence],
+    weights=None,
+    chunk_size: int = 1_000_000,
+) -> list[Factor]:
+    """Count table of every scope, by one ``bincount`` per scope and chunk.
+
+    Parameters
+    ----------
+    records : array of shape (N, len(domain)), or an iterable of such arrays
+        Integer state codes, columns in ``domain`` order. An iterable of chunks (for instance a
+        generator reading a file piece by piece) is consumed once, so data larger than memory works.
+    domain : Domain
+    scopes : sequence of variable tuples
+        The cliques to count.
+    weights : array of shape (N,), or an iterable of arrays matching the chunks, optional
+        Per-record weights (non-negative, finite). Counts are then float sums of weights.
+    chunk_size : int
+        Records processed at once when ``records`` is a single array.
+
+    Returns
+    -------
+    list of Factor
+        One table per scope, axes in the scope's order; int64 without weights, float with them.
+
+    Examples
+    --------
+    >>> d = Domain(("A", "B"), (2, 2))
+    >>> contingency_tables([[0, 1], [1, 1], [0, 1]], d, [("B", "A")])[0].values.tolist()
+    [[0, 0], [2, 1]]
+    """
+    scopes = [domain.check(s, f"scopes[{i}]") for i, s in enumerate(scopes)]
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size: expected a positive integer, got {chunk_size}")
+    cols = [domain.indices(s) for s in scopes]
+    shapes = [domain.shape(s) for s in scopes]
+    sizes = [int(np.prod(sh, dtype=np.int64)) for sh in shapes]
+    weighted = weights is not None
+    totals = [np.zeros(n, dtype=float if weighted else np.int64) for n in sizes]
+    seen = 0
+    for rec, w in _chunks(records, weights, chunk_size):
+        rec = check_records(rec, domain)
+        if w is not None:
+            w = np.asarray(w, dtype=float).ravel()
+            if w.shape[0] != rec.shape[0]:
+                raise ValueError(f"weights: expected {rec.shape[0]} weights for the chunk's records, got {w.shape[0]}")
+            if not np.all(np.isfinite(w)) or (w < 0).any():
+                raise ValueError("weights: must be finite and non-negative")
+        seen += rec.shape[0]
+        for t, c, sh, n in zip(totals, cols, shapes, sizes):
+            counts = np.bincount(cell_index(rec, c, sh), weights=w, minlength=n)
+            t += counts.astype(t.dtype, copy=False)
+    if seen == 0:
+        raise ValueError("records: no records to count (empty data)")
+    return [Factor(s, t.reshape(sh)) for s, t, sh in zip(scopes, totals, shapes)]
+
+
+def _chunks(records, weights, chunk_size: int) -> Iterable[tuple]:
+    """Pair record chunks with their weight chunks."""
+    if isinstance(records, np.ndarray) or (isinstance(records, (list, tuple)) and _is_table(records)):
+        arr = np.asarray(records)
+        w = None if weights is None else np.asarray(weights, dtype=float).ravel()
+        if w is not None and arr.ndim >= 1 and w.shape[0] != arr.shape[0]:
+            raise ValueError(f"weights: expected {arr.shape[0]} weights, one per record, got {w.shape[0]}")
+        if arr.ndim != 2:
+            yield arr, w  # check_records raises the shape error
+            return
+        for start in range(0, max(arr.shape[0], 1), chunk_size):
+            yield arr[start : start + chunk_size], None if w is None else w[start : start + chunk_size]
+        return
+    witer = iter(weights) if weights is not None else None
+    for chunk in records:
+        yield chunk, None if witer is None else next(witer)
+
+
+def _is_table(obj) -> bool:
+    """A list of rows (not a list of chunks)."""
+    return len(obj) == 0 or np.ndim(obj[0]) == 1
