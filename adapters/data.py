@@ -57,7 +57,7 @@ def encode(data: pd.DataFrame, domain: Domain) -> np.ndarray:
         if col.isna().any():
             raise ValueError(f"data: column {v!r} has missing values; give them a state of their own")
         states = list(domain.state_names[v])
-        codes = pd.Categorical(col, categories=states).codes
+        codes = pd.Index(states).get_indexer(col)
         if (codes < 0).any():
             bad = pd.unique(col[codes < 0])[:5]
             raise ValueError(f"data: column {v!r} has values {list(bad)} that are not among its states {states}")

@@ -32,6 +32,13 @@ class LogBeliefPropagation:
     cache_size : int
         How many evidence sets keep their calibration.
 
+    Attributes
+    ----------
+    engine_model : ppgm.MarkovNetwork
+        The model as the engine sees it (a Bayesian network is moralised, log-CPTs as potentials).
+    junction_tree : ppgm.JunctionTree
+        Built once and reused by every calibration.
+
     Examples
     --------
     >>> from pgmpy.models import DiscreteBayesianNetwork
@@ -48,9 +55,9 @@ class LogBeliefPropagation:
     def __init__(self, model, max_cells: int | None = DEFAULT_MAX_CELLS, cache_size: int = 32) -> None:
         self.model = model
         engine = to_engine(model)
-        self._engine: MarkovNetwork = engine.to_markov() if isinstance(engine, BayesianNetwork) else engine
-        self.domain = self._engine.domain
-        self.junction_tree = JunctionTree.build(self.domain, self._engine.scopes, max_cells=max_cells)
+        self.engine_model: MarkovNetwork = engine.to_markov() if isinstance(engine, BayesianNetwork) else engine
+        self.domain = self.engine_model.domain
+        self.junction_tree = JunctionTree.build(self.domain, self.engine_model.scopes, max_cells=max_cells)
         self._cache: OrderedDict = OrderedDict()
         self._cache_size = max(int(cache_size), 1)
 
@@ -78,7 +85,11 @@ class LogBeliefPropagation:
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
-        factors = list(self._engine.factors)
+        if not key:
+            cal = self.junction_tree.calibrate(self.engine_model)
+            self._cache[key] = cal
+            return cal
+        factors = list(self.engine_model.factors)
         for var, code in key:
             ind = np.full(self.domain.card(var), -np.inf)
             ind[code] = 0.0

@@ -25,7 +25,8 @@ class BayesianNetwork:
         ``{node: tuple of parents}``.
     cpts : mapping
         ``{node: array}`` of shape ``(*parent_cards, card)``: axis order = parents then the node,
-        each row (last axis) summing to one.
+        each row (last axis) summing to one (within 1e-6; rows are renormalised exactly, as published
+        networks such as ALARM round their tables).
 
     Examples
     --------
@@ -58,7 +59,7 @@ class BayesianNetwork:
                 raise ValueError(f"cpts[{v!r}]: probabilities must be non-negative numbers")
             if not np.allclose(t.sum(axis=-1), 1.0, atol=1e-6):
                 raise ValueError(f"cpts[{v!r}]: each row (last axis) must sum to 1")
-            cpts[v] = t
+            cpts[v] = t / t.sum(axis=-1, keepdims=True)  # remove rounding of published tables
         object.__setattr__(self, "parents", parents)
         object.__setattr__(self, "cpts", cpts)
         object.__setattr__(self, "order", self._topological_order())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Hashable, Iterable, Mapping, Sequence
 
@@ -63,6 +64,7 @@ class Domain:
         object.__setattr__(self, "cards", cards)
         object.__setattr__(self, "state_names", full)
         object.__setattr__(self, "_index", {v: i for i, v in enumerate(variables)})
+        object.__setattr__(self, "_card", dict(zip(variables, cards)))
 
     def __len__(self) -> int:
         return len(self.variables)
@@ -84,10 +86,14 @@ class Domain:
         return self.cards[self.index(var)]
 
     def shape(self, variables: Iterable[Var]) -> tuple:
-        return tuple(self.cards[self.index(v)] for v in variables)
+        try:
+            return tuple(self._card[v] for v in variables)
+        except KeyError as err:
+            self.index(err.args[0])  # raises the descriptive error
+            raise
 
     def size(self, variables: Iterable[Var]) -> int:
-        return int(np.prod(self.shape(variables), dtype=np.int64))
+        return math.prod(self.shape(variables))
 
     def check(self, variables: Iterable[Var], argument: str = "variables") -> tuple:
         """Return ``variables`` as a tuple after checking each is known and unique."""

@@ -1,0 +1,27 @@
+import subprocess
+import sys
+
+from ppgm.adapters.cli import main
+from ppgm.adapters.demo import run_demo
+
+
+def test_help_lists_demo():
+    out = subprocess.run([sys.executable, "-m", "ppgm", "--help"], capture_output=True, text=True, check=True)
+    assert "demo" in out.stdout
+
+
+def test_demo_report_has_every_step_and_small_errors():
+    lines = []
+    run_demo(seed=1, progress=False, out=lines.append)
+    text = "\n".join(lines)
+    for title in ("Exact inference", "Sampling, KL", "Loopy belief propagation"):
+        assert title in text
+    err_line = next(l for l in lines if "max |error|" in l)
+    ours = float(err_line.split("ppgm ")[1].split(",")[0])
+    assert ours < 1e-10
+    assert "done in" in lines[-1]
+
+
+def test_main_without_command_prints_help(capsys):
+    assert main([]) == 0
+    assert "usage" in capsys.readouterr().out

@@ -1,0 +1,131 @@
+import numpy as np
+import pytest
+from conftest import brute_log_z, brute_marginal, small_markov_networks
+from hypothesis import HealthCheck, given, settings
+
+from ppgm import Domain, Factor, JunctionTree, JunctionTreeTooLarge, MarkovNetwork, infer
+from ppgm.random_models import grid, third_order_chain
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_markov_networks())
+def test_marginals_and_log_z_match_enumeration(model):
+    jt = JunctionTree.build(model.domain, model.scopes)
+    cal = jt.calibrate(model)
+    assert cal.log_z == pytest.approx(brute_log_z(model), abs=1e-9, rel=1e-12)
+    for f in model.factors:
+        np.testing.assert_allclose(cal.marginal(f.variables).values, brute_marginal(model, f.variables), atol=1e-10)
+    # every clique marginal and an out-of-clique query over the first and last variable
+    for c, m in zip(jt.cliques, cal.clique_marginals()):
+        np.testing.assert_allclose(m.values, brute_marginal(model, c), atol=1e-10)
+    vs = (model.domain.variables[-1], model.domain.variables[0])
+    np.testing.assert_allclose(cal.marginal(vs).values, brute_marginal(model, vs), atol=1e-10)
+
+
+@settings(max_examples=30, deadline=None)
+@given(small_markov_networks(max_vars=7, max_scope=2))
+def test_any_three_variable_query_matches_enumeration(model):
+    cal = JunctionTree.build(model.domain, model.scopes).calibrate(model)
+    vs = model.domain.variables[::2][:3]
+    np.testing.assert_allclose(cal.marginal(vs).values, brute_marginal(model, vs), atol=1e-10)
+
+
+def test_junction_tree_properties_on_chain():
+    m = third_order_chain(10, 3, seed=0)
+    jt = JunctionTree.build(m.domain, m.scopes)
+    assert sorted(len(c) for c in jt.cliques) == [4] * 7  # the triangulated third-order chain
+    # running intersection: each variable's cliques form a connected subtree
+    for v in m.domain.variables:
+        holders = {i for i, c in enumerate(jt.cliques) if v in c}
+        tops = [i for i in holders if jt.parent[i] not in holders]
+        assert len(tops) == 1
+    # separators are intersections with the parent
+    for i in jt.order[1:]:
+        assert set(jt.separators[i]) == set(jt.cliques[i]) & set(jt.cliques[jt.parent[i]])
+
+
+def test_separator_marginals_agree_with_both_cliques():
+    m = third_order_chain(8, 4, seed=3)
+    jt = JunctionTree.build(m.domain, m.scopes)
+    cal = jt.calibrate(m)
+    for (child, par), sep in cal.separator_marginals().items():
+        for i in (child, par):
+            f = cal.clique_marginals()[i].sum_to(sep.variables)
+            np.testing.assert_allclose(f.values, sep.values, atol=1e-12)
+
+
+def test_scale_invariance_in_log_space():
+    m = third_order_chain(10, 10, seed=1)
+    tiny = MarkovNetwork(m.domain, [Factor(f.variables, f.values - 500.0) for f in m.factors])
+    a, b = infer(m), infer(tiny)
+    assert b.log_z == pytest.approx(a.log_z - 500.0 * len(m.factors), rel=1e-12)
+    np.testing.assert_allclose(a.marginal(("X0", "X9")).values, b.marginal(("X0", "X9")).values, atol=1e-12)
+
+
+def test_disconnected_model_and_isolated_variable():
+    d = Domain(("A", "B", "C", "D"), (2, 3, 2, 2))
+    rng = np.random.default_rng(0)
+    m = MarkovNetwork(d, [Factor(("A", "B"), rng.normal(size=(2, 3))), Factor(("C",), rng.normal(size=2))])
+    cal = JunctionTree.build(d, m.scopes).calibrate(m)
+    assert cal.log_z == pytest.approx(brute_log_z(m))
+    np.testing.assert_allclose(cal.marginal(("D", "A")).values, brute_marginal(m, ("D", "A")), atol=1e-12)
+
+
+def test_memory_budget_raises_or_falls_back():
+    g = grid(12, 12, seed=0)
+    with pytest.raises(JunctionTreeTooLarge, match="max_cells"):
+        JunctionTree.build(g.domain, g.scopes, max_cells=1000)
+    with pytest.raises(JunctionTreeTooLarge):
+        infer(g, method="junction_tree", max_cells=1000)
+    res = infer(g, max_cells=1000)
+    assert res.method == "loopy" and "fell back" in res.note
+
+
+def test_zero_probability_model_is_an_error():
+    d = Domain(("A",), (2,))
+    m = MarkovNetwork(d, [Factor(("A",), np.array([-np.inf, -np.inf]))])
+    with pytest.raises(ValueError, match="zero probability"):
+        infer(m)
+
+
+def test_model_validation():
+    d = Domain(("A", "B"), (2, 2))
+    with pytest.raises(ValueError, match="needs shape"):
+        MarkovNetwork(d, [Factor(("A", "B"), np.zeros((2, 3)))])
+    with pytest.raises(ValueError, match="unknown variables"):
+        MarkovNetwork(d, [Factor(("A", "Z"), np.zeros((2, 2)))])
+    with pytest.raises(ValueError, match="NaN"):
+        MarkovNetwork(d, [Factor(("A",), np.array([0.0, np.nan]))])
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_markov_networks())
+def test_scaled_and_log_space_schedules_agree(model):
+    import ppgm.junction_tree as jtm
+
+    jt = JunctionTree.build(model.domain, model.scopes)
+    saved = jtm.SCALED_RANGE
+    try:
+        jtm.SCALED_RANGE = np.inf
+        fast = jt.calibrate(model)
+        jtm.SCALED_RANGE = -1.0
+        slow = jt.calibrate(model)
+    finally:
+        jtm.SCALED_RANGE = saved
+    assert fast._probs is not None and slow._logs is not None
+    assert fast.log_z == pytest.approx(slow.log_z, rel=1e-12, abs=1e-10)
+    for a, b in zip(fast.beliefs, slow.beliefs):
+        np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_extreme_potentials_use_log_space_and_stay_exact():
+    d = Domain(("A", "B"), (2, 2))
+    m = MarkovNetwork(d, [
+        Factor(("A",), np.array([0.0, -800.0])),   # A=1 is e^-800 less likely ...
+        Factor(("A", "B"), np.array([[-np.inf, -np.inf], [0.0, 1000.0]])),  # ... unless B forces it
+    ])
+    res = infer(m)
+    assert res.calibration._logs is not None
+    assert res.log_z == pytest.approx(np.logaddexp(-800.0, 200.0))
+    np.testing.assert_allclose(res.marginal(("A",)).values, [0.0, 1.0])
+    np.testing.assert_allclose(res.marginal(("B",)).values, [np.exp(-1000.0), 1.0], atol=1e-300)

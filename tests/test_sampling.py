@@ -1,0 +1,61 @@
+import numpy as np
+import pytest
+from scipy import stats
+
+from ppgm import contingency_tables, infer, sample
+from ppgm.random_models import random_bayesian_network, third_order_chain
+from ppgm.sampling import draw_rows
+
+
+def _chi2_pvalue(counts, probs):
+    counts, probs = counts.ravel(), probs.ravel()
+    keep = probs > 0
+    assert counts[~keep].sum() == 0, "a zero-probability cell was sampled"
+    exp = probs[keep] * counts.sum()
+    return stats.chisquare(counts[keep], exp * counts[keep].sum() / exp.sum()).pvalue
+
+
+def test_markov_samples_follow_exact_marginals():
+    m = third_order_chain(6, 4, seed=7)
+    x = sample(m, 200_000, seed=1)
+    exact = infer(m)
+    for scope in [("X0", "X1"), ("X2", "X5"), ("X0", "X5")]:
+        counts = contingency_tables(x, m.domain, [scope])[0].values
+        assert _chi2_pvalue(counts, exact.marginal(scope).values) > 1e-4
+
+
+def test_sampling_test_detects_a_wrong_model():
+    """The statistical check above must fail when the samples come from another model."""
+    m, other = third_order_chain(6, 4, seed=7), third_order_chain(6, 4, seed=8)
+    x = sample(other, 200_000, seed=1)
+    counts = contingency_tables(x, m.domain, [("X0", "X1")])[0].values
+    assert _chi2_pvalue(counts, infer(m).marginal(("X0", "X1")).values) < 1e-6
+
+
+def test_bayes_samples_follow_the_joint():
+    bn = random_bayesian_network(5, 3, max_parents=2, seed=3)
+    x = sample(bn, 300_000, seed=2)
+    joint = np.exp(bn.joint_log_table())
+    counts = contingency_tables(x, bn.domain, [bn.domain.variables])[0].values
+    assert _chi2_pvalue(counts, joint) > 1e-4
+
+
+def test_same_seed_same_records_and_generator_accepted():
+    m = third_order_chain(5, 3, seed=0)
+    np.testing.assert_array_equal(sample(m, 100, seed=3), sample(m, 100, seed=3))
+    assert not np.array_equal(sample(m, 100, seed=3), sample(m, 100, seed=4))
+    a = sample(m, 50, seed=np.random.default_rng(9))
+    assert a.shape == (50, 5)
+    with pytest.raises(ValueError, match="n:"):
+        sample(m, -1)
+    with pytest.raises(TypeError, match="model"):
+        sample("not a model", 3)
+
+
+def test_draw_rows_never_picks_zero_probability_cells():
+    probs = np.array([[0.0, 0.5, 0.0, 0.5], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    rows = np.repeat([0, 1, 2], 10_000)
+    out = draw_rows(probs, rows, np.random.default_rng(0))
+    assert set(out[:10_000]) == {1, 3}
+    assert (out[10_000:20_000] == 0).all() and (out[20_000:] == 3).all()
+    assert abs((out[:10_000] == 1).mean() - 0.5) < 0.02
