@@ -4,6 +4,17 @@ The engine (this package) works on numpy arrays and small dataclasses; ``ppgm.ad
 pgmpy models and pandas DataFrames to and from it.
 """
 
+import os as _os
+
+# In a source checkout (no install, or `python -m ppgm` from the repository root, which shadows the
+# installed package) the adapters live beside this folder: let `import ppgm.adapters` find them there.
+# An installed wheel has ppgm/adapters/ and never takes this branch. Nothing is imported here.
+_here = _os.path.dirname(__file__)
+if not _os.path.isdir(_os.path.join(_here, "adapters")) and _os.path.isfile(
+    _os.path.join(_here, _os.pardir, "adapters", "__init__.py")
+):
+    __path__.append(_os.path.abspath(_os.path.join(_here, _os.pardir)))
+
 from .bayes import BayesianNetwork
 from .domain import Domain
 from .factor import Factor, align, logsumexp
