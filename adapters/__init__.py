@@ -8,6 +8,7 @@ from .data import contingency_tables, decode, encode, infer_domain, sample
 from .inference import LogBeliefPropagation
 from .examples import dirichlet_chain_network, load_bif_example
 from .metrics import kl_divergence, total_variation
+from .robust import RobustFilter
 from .models import (
     bayes_from_pgmpy,
     bayes_to_pgmpy,
@@ -19,6 +20,7 @@ from .models import (
 
 __all__ = [
     "LogBeliefPropagation",
+    "RobustFilter",
     "bayes_from_pgmpy",
     "bayes_to_pgmpy",
     "contingency_tables",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ppgm import metrics as _m
 
 from .models import to_engine
@@ -20,27 +22,43 @@ def kl_divergence(p, q) -> float:
     >>> round(kl_divergence(coin(0.5), coin(0.5)), 12)
     0.0
     """
-    return _m.kl_divergence(to_engine(p), to_engine(q))
+    return _m.kl_divergence(*_aligned(p, q))
 
 
 def total_variation(p, q, exact_max_cells: int = 2**22, n_samples: int = 100_000, seed=None, method: str = "auto") -> float:
     """Total-variation distance between two pgmpy models: exact for small joints, otherwise the
     sampling estimate P(A) - Q(A) with A = {x : p(x) > q(x)} (see ``ppgm.total_variation``)."""
-    pe, qe = to_engine(p), to_engine(q)
-    if pe.domain != qe.domain:
-        qe = _reorder_like(qe, pe.domain)
+    pe, qe = _aligned(p, q)
     return _m.total_variation(pe, qe, exact_max_cells=exact_max_cells, n_samples=n_samples, seed=seed, method=method)
 
 
+def _aligned(p, q):
+    """Engine models of p and q on p's domain (q's variables and states re-ordered to match)."""
+    pe, qe = to_engine(p), to_engine(q)
+    if pe.domain != qe.domain or pe.domain.state_names != qe.domain.state_names:
+        qe = _reorder_like(qe, pe.domain)
+    return pe, qe
+
+
 def _reorder_like(model, domain):
-    """The same model on ``domain`` (same variables and states, other order)."""
-    if set(model.domain.variables) != set(domain.variables) or any(
-        model.domain.state_names[v] != domain.state_names[v] for v in domain.variables
-    ):
-        raise ValueError("p, q: the two models must have the same variables with the same states")
+    """The same model on ``domain``: same variables and state sets, possibly in another order."""
     from ppgm.bayes import BayesianNetwork
+    from ppgm.factor import Factor
     from ppgm.markov import MarkovNetwork
 
+    src = model.domain
+    if set(src.variables) != set(domain.variables) or any(
+        set(src.state_names[v]) != set(domain.state_names[v]) or src.card(v) != domain.card(v) for v in domain.variables
+    ):
+        raise ValueError("p, q: the two models must have the same variables with the same states")
+
+    def reindex(values, variables):
+        for ax, v in enumerate(variables):
+            pos = {s: i for i, s in enumerate(src.state_names[v])}
+            values = np.take(values, [pos[s] for s in domain.state_names[v]], axis=ax)
+        return values
+
     if isinstance(model, BayesianNetwork):
-        return BayesianNetwork(domain, model.parents, model.cpts)
-    return MarkovNetwork(domain, model.factors)
+        cpts = {v: reindex(model.cpts[v], model.parents[v] + (v,)) for v in model.order}
+        return BayesianNetwork(domain, model.parents, cpts)
+    return MarkovNetwork(domain, [Factor(f.variables, reindex(f.values, f.variables)) for f in model.factors])

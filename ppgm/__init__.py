@@ -16,12 +16,15 @@ if not _os.path.isdir(_os.path.join(_here, "adapters")) and _os.path.isfile(
     __path__.append(_os.path.abspath(_os.path.join(_here, _os.pardir)))
 
 from .bayes import BayesianNetwork
+from .binary_encoding import BinaryEncoding, binary_encoding
+from .cpts import CPTLayout, empirical_cpts
 from .domain import Domain
 from .factor import Factor, align, logsumexp
 from .inference import Marginals, infer
 from .junction_tree import Calibration, JunctionTree, JunctionTreeTooLarge
 from .loopy import LoopyResult, loopy_belief_propagation
 from .markov import MarkovNetwork
+from .robust_filter import FilterResult, filter_known_topology
 from .metrics import entropy, kl_divergence, log_likelihood, nllh, total_variation
 from .sampling import sample, sample_bayes, sample_markov
 from .tables import contingency_tables
@@ -30,6 +33,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BayesianNetwork",
+    "BinaryEncoding",
+    "CPTLayout",
+    "FilterResult",
+    "binary_encoding",
+    "empirical_cpts",
+    "filter_known_topology",
     "Calibration",
     "Domain",
     "Factor",

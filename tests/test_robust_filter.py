@@ -1,0 +1,163 @@
+import itertools
+
+import numpy as np
+import pytest
+
+from ppgm import BayesianNetwork, Domain, sample, total_variation
+from ppgm.binary_encoding import binary_encoding
+from ppgm.cpts import CPTLayout, conditional_probabilities, empirical_cpts
+from ppgm.random_models import random_bayesian_network
+from ppgm.robust_filter import _centred_matrix, _diagonal_blocks, _top_eigenpair, filter_known_topology
+
+
+def _balanced_bn(n_vars=6, k=2, seed=0):
+    """CPT rows drawn away from 0 and 1, so every parent configuration is reasonably likely."""
+    bn = random_bayesian_network(n_vars, k, max_parents=2, seed=seed)
+    rng = np.random.default_rng(seed)
+    cpts = {v: rng.dirichlet(np.full(k, 5.0), size=bn.cpts[v].shape[:-1]) for v in bn.order}
+    return bn.with_cpts(cpts)
+
+
+def _corrupt(bn, n, eps, bad_rows, seed):
+    rng = np.random.default_rng(seed)
+    n_bad = int(eps * n)
+    good = sample(bn, n - n_bad, seed=rng)
+    x = np.concatenate([good, bad_rows(n_bad, rng)])
+    perm = rng.permutation(n)
+    is_bad = np.r_[np.zeros(n - n_bad, bool), np.ones(n_bad, bool)][perm]
+    return x[perm], is_bad
+
+
+def test_dense_reference_for_the_second_moment_matrix():
+    """The implicit mat-vecs equal Definition 6 written out densely, with (node, config) blocks zeroed."""
+    d = Domain(("A", "B", "C"), (3, 2, 3))
+    parents = {"B": ("A",), "C": ("A", "B")}
+    rng = np.random.default_rng(0)
+    x = np.stack([rng.integers(0, k, 400) for k in d.cards], axis=1)
+    layout = CPTLayout.build(d, parents)
+    configs = layout.configs(x)
+    q = conditional_probabilities(layout.counts(x, configs))
+    qflat = np.concatenate([qi[:, :-1].ravel() for qi in q])
+    F = np.tile(qflat, (len(x), 1))
+    block = np.zeros(layout.m, dtype=int)
+    for j, (k, base, ncfg) in enumerate(zip(d.cards, layout.base, layout.n_configs)):
+        block[base : base + ncfg * (k - 1)] = 1000 * j + np.repeat(np.arange(ncfg), k - 1)
+        for r in range(len(x)):
+            start = base + configs[r, j] * (k - 1)
+            F[r, start : start + k - 1] = (x[r, j] == np.arange(k - 1)).astype(float)
+    Zd = F - qflat
+    M = Zd.T @ Zd / len(x)
+    M[block[:, None] == block[None, :]] = 0.0
+    Z, ip, vp = _centred_matrix(x, configs, layout, q, np.arange(len(x)))
+    np.testing.assert_allclose(Z.toarray(), Zd, atol=1e-12)
+    D = _diagonal_blocks(ip, vp, layout.m, len(x))
+    lam, v = _top_eigenpair(Z, D, len(x), np.random.default_rng(1), 1e-10)
+    w = np.linalg.eigvalsh(M)
+    assert lam == pytest.approx(w[np.argmax(np.abs(w))], rel=1e-7)
+    np.testing.assert_allclose(np.abs(Zd @ v), np.abs(Z @ v), atol=1e-12)
+
+
+def test_filter_recovers_clean_quality_with_exact_tv():
+    bn = random_bayesian_network(8, 2, max_parents=2, seed=3)
+    ones = lambda n, rng: np.ones((n, 8), dtype=int)  # noqa: E731  a planted cluster
+    x, is_bad = _corrupt(bn, 40_000, 0.1, ones, seed=4)
+    res = filter_known_topology(x, bn.domain, bn.parents, 0.1, seed=0, progress=False)
+    tv_filter = total_variation(bn, res.model)  # exact: 256 configurations
+    tv_clean = total_variation(bn, empirical_cpts(x[~is_bad], bn.domain, bn.parents))
+    tv_mle = total_variation(bn, empirical_cpts(x, bn.domain, bn.parents))
+    assert (~res.inlier_mask)[is_bad].mean() > 0.99  # the planted cluster is gone
+    assert tv_filter <= tv_clean + 0.01
+    assert tv_mle > tv_clean + 0.05
+    assert res.history[0]["removed"] == 4000 and res.history[0]["eigenvalue"] > 0
+
+
+def test_paper_mode_leaves_clean_data_alone_and_removes_a_planted_cluster():
+    """Algorithm 1 with the paper's constants: they only fire when the outliers stand several
+    standard deviations out along v, which needs many nodes (here a 200-node product distribution)."""
+    rng = np.random.default_rng(0)
+    d = Domain(tuple(f"V{i}" for i in range(200)), (2,) * 200)
+    bn = BayesianNetwork(d, {}, {v: (lambda p: np.array([1 - p, p]))(rng.uniform(0.3, 0.7)) for v in d.variables})
+    clean = sample(bn, 20_000, seed=2)
+    res = filter_known_topology(clean, d, bn.parents, 0.1, mode="paper", seed=0, progress=False)
+    assert (~res.inlier_mask).sum() == 0 and res.history[-1]["stopped"] == "eigenvalue below bound"
+    x, is_bad = _corrupt(bn, 20_000, 0.1, lambda n, rng: np.zeros((n, 200), dtype=int), seed=3)
+    res = filter_known_topology(x, d, bn.parents, 0.1, mode="paper", seed=0, progress=False)
+    assert (~res.inlier_mask)[is_bad].mean() == 1.0
+    assert (~res.inlier_mask)[~is_bad].mean() < 0.005
+    assert len(res.history) >= 2 and res.history[0]["removed"] > 0
+
+
+def test_paper_threshold_rule_on_known_scores():
+    from ppgm.robust_filter import _paper_threshold
+
+    rng = np.random.default_rng(0)
+    s = np.abs(np.r_[rng.normal(0, 0.5, 9000), np.full(1000, 8.0)])
+    assert _paper_threshold(s, 1.0, 0.1, 40) == 8.0  # cuts exactly the planted scores
+    assert _paper_threshold(np.abs(rng.normal(0, 0.5, 10_000)), 1.0, 0.1, 40) is None
+
+
+def test_native_categorical_filter_removes_outliers():
+    bn = _balanced_bn(5, 3, seed=5)
+    x, is_bad = _corrupt(bn, 30_000, 0.15, lambda n, rng: np.full((n, 5), 2), seed=6)
+    res = filter_known_topology(x, bn.domain, bn.parents, 0.15, seed=0, progress=False)
+    assert (~res.inlier_mask)[is_bad].mean() > 0.95
+    tv_clean = total_variation(bn, empirical_cpts(x[~is_bad], bn.domain, bn.parents))
+    assert total_variation(bn, res.model) <= tv_clean + 0.01
+
+
+def test_binary_and_native_paths_agree_on_a_binary_network():
+    bn = random_bayesian_network(6, 2, seed=7)
+    enc = binary_encoding(bn.domain, bn.parents)
+    assert enc.domain.variables == bn.domain.variables and dict(enc.parents) == dict(bn.parents)
+    x, _ = _corrupt(bn, 5000, 0.1, lambda n, rng: rng.integers(0, 2, (n, 6)), seed=8)
+    a = filter_known_topology(x, bn.domain, bn.parents, 0.1, seed=np.random.default_rng(9), progress=False)
+    xb = enc.encode_records(x, seed=0)
+    np.testing.assert_array_equal(xb, x)
+    b = filter_known_topology(xb, enc.domain, enc.parents, 0.1, seed=np.random.default_rng(9), progress=False)
+    np.testing.assert_array_equal(a.inlier_mask, b.inlier_mask)
+
+
+def test_binary_encoding_preserves_the_distribution_exactly():
+    d = Domain(("A", "B", "C", "D"), (3, 4, 2, 5))
+    bn = random_bayesian_network(4, (3, 4, 2, 5), max_parents=2, seed=11)
+    bn = BayesianNetwork(d, {v2: tuple(d.variables[int(p[1:])] for p in bn.parents[v1]) for v1, v2 in zip(bn.domain.variables, d.variables)},
+                         {v2: bn.cpts[v1] for v1, v2 in zip(bn.domain.variables, d.variables)})
+    enc = binary_encoding(d, bn.parents)
+    assert [len(enc.bits[v]) for v in d.variables] == [2, 2, 1, 3]
+    bbn = enc.encode_network(bn)
+    Pb = np.exp(bbn.joint_log_table())
+    P = np.exp(bn.joint_log_table())
+    decoded = np.zeros(d.cards)
+    for cfg in itertools.product(*[range(2)] * len(enc.domain)):
+        states, pos = [], 0
+        for v, k in zip(d.variables, d.cards):
+            B = len(enc.bits[v])
+            s = int("".join(map(str, cfg[pos : pos + B])), 2)
+            states.append(min(s, k - 1))
+            pos += B
+        decoded[tuple(states)] += Pb[cfg]
+    np.testing.assert_allclose(decoded, P, atol=1e-12)
+
+
+def test_alarm_binary_encoding_golden_counts():
+    from ppgm.adapters import bayes_from_pgmpy, load_bif_example
+
+    alarm = bayes_from_pgmpy(load_bif_example("alarm"))
+    enc = binary_encoding(alarm.domain, alarm.parents)
+    assert len(enc.domain) == 61
+    assert enc.n_parameters == 820
+    assert CPTLayout.build(enc.domain, enc.parents).m == 820
+
+
+def test_bad_arguments():
+    bn = random_bayesian_network(3, 2, seed=0)
+    x = sample(bn, 100, seed=0)
+    for eps in (0, 0.5, -0.1, 1.2, "0.1"):
+        with pytest.raises(ValueError, match="epsilon"):
+            filter_known_topology(x, bn.domain, bn.parents, eps)
+    with pytest.raises(ValueError, match="mode"):
+        filter_known_topology(x, bn.domain, bn.parents, 0.1, mode="fast")
+    with pytest.raises(ValueError, match="shape"):
+        filter_known_topology(x[:, :2], bn.domain, bn.parents, 0.1)
+    with pytest.raises(ValueError, match="unknown"):
+        filter_known_topology(x, bn.domain, {"Z": ("V0",)}, 0.1)
