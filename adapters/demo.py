@@ -97,10 +97,50 @@ def _loopy_step(rng: np.random.Generator) -> list[str]:
     ]
 
 
+def _robust_step(rng: np.random.Generator) -> list[str]:
+    from pgmpy.models import DiscreteBayesianNetwork
+    from pgmpy.parameter_estimator import DiscreteMLE
+
+    from . import RobustFilter, load_bif_example, sample, total_variation
+
+    alarm = load_bif_example("alarm")
+    n, eps = 100_000, 0.2
+    df = sample(alarm, n, seed=rng)
+    n_bad = int(eps * n)
+    bad = rng.choice(n, n_bad, replace=False)
+    # the adversary's rows: every variable in its first state
+    first = {v: alarm.get_cpds(v).state_names[v][0] for v in alarm.nodes()}
+    for v, s in first.items():
+        df.loc[bad, v] = s
+    clean = np.setdiff1d(np.arange(n), bad)
+    states = {v: list(alarm.get_cpds(v).state_names[v]) for v in alarm.nodes()}
+
+    def fit(rows, estimator):
+        bn = DiscreteBayesianNetwork(alarm.edges())
+        bn.add_nodes_from(alarm.nodes())
+        t0 = time.perf_counter()
+        bn.fit(df.iloc[rows] if rows is not None else df, estimator=estimator)
+        return bn, time.perf_counter() - t0
+
+    est = RobustFilter(epsilon=eps, seed=0, progress=False, state_names=states)
+    robust, t_f = fit(None, est)
+    mle, t_m = fit(None, DiscreteMLE(state_names=states))
+    gold, _ = fit(clean, DiscreteMLE(state_names=states))
+    tv = {k: total_variation(alarm, m, n_samples=50_000, seed=rng) for k, m in
+          (("MLE", mle), ("RobustFilter", robust), ("clean MLE", gold))}
+    caught = float(np.mean(~est.inlier_mask_[bad]))
+    return [
+        f"ALARM, {n:,} records of which {eps:.0%} replaced by an adversary; bn.fit(df, estimator=RobustFilter(epsilon={eps}))",
+        f"estimated TV to ALARM: MLE {tv['MLE']:.3f}, RobustFilter {tv['RobustFilter']:.3f}, MLE on the clean rows {tv['clean MLE']:.3f}",
+        f"corrupted rows removed: {caught:.1%}; fit time {t_f:.1f} s (pgmpy's DiscreteMLE: {t_m:.1f} s)",
+    ]
+
+
 STEPS: list[tuple[str, Callable[[np.random.Generator], list[str]]]] = [
     ("Exact inference on pgmpy models (LogBeliefPropagation)", _inference_step),
     ("Sampling, KL and total variation (ALARM)", _sampling_step),
     ("Loopy belief propagation with automatic fallback", _loopy_step),
+    ("Robust CPTs from adversarially corrupted records (eigenvector filter)", _robust_step),
 ]
 
 

@@ -28,9 +28,14 @@ class RobustFilter(DiscreteParameterEstimator):
     ----------
     epsilon : float in (0, 1/2)
         Fraction of corrupted rows.
-    mode : {"single_pass", "paper"}
-        One eigenvector and drop the ``epsilon * N`` most extreme rows (what the authors ran), or the
-        iterated Algorithm 1 with its stopping rule (see ``ppgm.robust_filter.filter_known_topology``).
+    mode : {"iterative", "single_pass", "paper"}
+        ``"single_pass"``: one eigenvector, drop the ``epsilon * N`` most extreme rows (what the
+        authors ran); ``"iterative"`` (default): the same in ``rounds`` passes, recomputing the
+        eigenvector on the rows left (it keeps the clean-data accuracy up to epsilon = 0.4 on ALARM
+        where one pass does not); ``"paper"``: Algorithm 1 with its stopping rule and constants
+        (see ``ppgm.robust_filter.filter_known_topology``).
+    rounds : int
+        Passes of the iterative mode.
     encoding : {"native", "binary"}
         Filter on the categorical coordinates directly (one per node, parent configuration and state
         but one, diagonal blocks zeroed), or on the authors' binary encoding of the network.
@@ -74,10 +79,11 @@ class RobustFilter(DiscreteParameterEstimator):
     def __init__(
         self,
         epsilon: float = 0.1,
-        mode: str = "single_pass",
+        mode: str = "iterative",
         encoding: str = "native",
         C: float = 1.0,
         max_rounds: int = 50,
+        rounds: int = 4,
         seed: int | None = None,
         progress: bool = True,
         state_names: dict | None = None,
@@ -87,6 +93,7 @@ class RobustFilter(DiscreteParameterEstimator):
         self.encoding = encoding
         self.C = C
         self.max_rounds = max_rounds
+        self.rounds = rounds
         self.seed = seed
         self.progress = progress
         super().__init__(state_names=state_names)
@@ -107,14 +114,14 @@ class RobustFilter(DiscreteParameterEstimator):
         rng = np.random.default_rng(self.seed)
         if self.encoding == "native":
             res = filter_known_topology(
-                records, dom, parents, self.epsilon, self.mode, self.C, self.max_rounds, rng, self.progress
+                records, dom, parents, self.epsilon, self.mode, self.C, self.max_rounds, self.rounds, rng, self.progress
             )
             bn = res.model
         else:
             enc = binary_encoding(dom, parents)
             bits = enc.encode_records(records, seed=rng)
             res = filter_known_topology(
-                bits, enc.domain, enc.parents, self.epsilon, self.mode, self.C, self.max_rounds, rng, self.progress
+                bits, enc.domain, enc.parents, self.epsilon, self.mode, self.C, self.max_rounds, self.rounds, rng, self.progress
             )
             bn = empirical_cpts(records, dom, parents, rows=np.flatnonzero(res.inlier_mask))
         self.inlier_mask_ = res.inlier_mask

@@ -45,7 +45,7 @@ class CPTLayout:
 
     def configs(self, records: np.ndarray) -> np.ndarray:
         """(N, d) parent-configuration index of every record for every node (int32)."""
-        out = np.empty(records.shape, dtype=np.int32)
+        out = np.empty(records.shape, dtype=np.int32, order="F")
         for j, v in enumerate(self.domain.variables):
             ps = self.parents[v]
             out[:, j] = cell_index(records, self.domain.indices(ps), self.domain.shape(ps))
@@ -57,7 +57,7 @@ class CPTLayout:
         for j, (v, k, n) in enumerate(zip(self.domain.variables, self.domain.cards, self.n_configs)):
             cfg = configs[:, j] if rows is None else configs[rows, j]
             x = records[:, j] if rows is None else records[rows, j]
-            out.append(np.bincount(cfg.astype(np.int64) * k + x, minlength=n * k).reshape(n, k))
+            out.append(np.bincount(cfg * np.int64(k) + x, minlength=n * k).reshape(n, k))
         return out
 
 

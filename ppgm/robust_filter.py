@@ -47,52 +47,62 @@ class FilterResult:
     history: list = field(default_factory=list)
 
 
-def _centred_matrix(records, configs, layout: CPTLayout, q: list, rows: np.ndarray):
-    """Sparse Z (rows x m) of F(x, q) - q for the given rows, and each node's column offsets."""
+def _centred_matrix(records, configs, layout: CPTLayout, q: list, rows):
+    """Sparse Z (rows x m) of F(x, q) - q, and per node its (column start, parent configuration,
+    centred values) for the diagonal blocks. ``rows`` is an index array or ``None`` for all rows."""
     dom = layout.domain
-    n = rows.size
-    idx_parts, val_parts = [], []
+    n = records.shape[0] if rows is None else rows.size
+    width = sum(k - 1 for k in dom.cards)
+    indices = np.empty((width, n), dtype=np.int32)  # m < 2**31 coordinates; filled node by node
+    data = np.empty((width, n))
+    parts = []
+    col = 0
     for j, (k, base) in enumerate(zip(dom.cards, layout.base)):
         if k == 1:
             continue
-        cfg = configs[rows, j].astype(np.int64)
-        start = base + cfg * (k - 1)
-        x = records[rows, j]
-        qa = q[j][cfg, : k - 1]  # (n, k-1)
-        onehot = (x[:, None] == np.arange(k - 1)[None, :]).astype(float)
-        idx_parts.append(start[:, None] + np.arange(k - 1)[None, :])
-        val_parts.append(onehot - qa)
-    width = sum(p.shape[1] for p in idx_parts)
-    if width == 0 or n == 0:
-        return sp.csr_matrix((n, layout.m)), idx_parts, val_parts
-    indices = np.concatenate(idx_parts, axis=1).ravel()
-    data = np.concatenate(val_parts, axis=1).ravel()
-    indptr = np.arange(0, n * width + 1, width, dtype=np.int64)
-    return sp.csr_matrix((data, indices, indptr), shape=(n, layout.m)), idx_parts, val_parts
+        w = k - 1
+        cfg = configs[:, j] if rows is None else configs[rows, j]
+        x = records[:, j] if rows is None else records[rows, j]
+        start = base + cfg * w
+        vals = (x[:, None] == np.arange(w)[None, :]) - q[j][cfg, :w]
+        indices[col : col + w] = start[None, :] + np.arange(w, dtype=np.int32)[:, None]
+        data[col : col + w] = vals.T
+        parts.append((j, cfg, vals))
+        col += w
+    indptr = np.arange(0, n * width + 1, max(width, 1), dtype=np.int64)[: n + 1]
+    Z = sp.csr_matrix((data.T.ravel(), indices.T.ravel(), indptr), shape=(n, layout.m))
+    return Z, parts
 
 
-def _diagonal_blocks(idx_parts, val_parts, m: int, n: int) -> sp.csr_matrix:
-    """The block-diagonal part of Z'Z / n (one block per node and parent configuration)."""
-    rows, cols, vals = [], [], []
-    for idx, val in zip(idx_parts, val_parts):
-        w = idx.shape[1]
+def _diagonal_blocks(parts, layout: CPTLayout, n: int) -> list:
+    """The blocks of Z'Z / n on each (node, parent configuration): per node an (n_configs, w, w) array."""
+    blocks = []
+    for j, cfg, vals in parts:
+        w = vals.shape[1]
+        ncfg = layout.n_configs[j]
+        B = np.empty((ncfg, w, w))
         for s in range(w):
-            for t in range(w):
-                rows.append(idx[:, s])
-                cols.append(idx[:, t])
-                vals.append(val[:, s] * val[:, t])
-    if not rows:
-        return sp.csr_matrix((m, m))
-    return sp.coo_matrix((np.concatenate(vals) / n, (np.concatenate(rows), np.concatenate(cols))), shape=(m, m)).tocsr()
+            for t in range(s, w):
+                B[:, s, t] = B[:, t, s] = np.bincount(cfg, weights=vals[:, s] * vals[:, t], minlength=ncfg) / n
+        blocks.append((layout.base[j], ncfg, w, B))
+    return blocks
 
 
-def _top_eigenpair(Z: sp.csr_matrix, D: sp.csr_matrix, n: int, rng: np.random.Generator, tol: float):
+def _top_eigenpair(Z: sp.csr_matrix, blocks: list, n: int, rng: np.random.Generator, tol: float):
     m = Z.shape[1]
-    matvec = lambda u: (Z.T @ (Z @ u)) / n - D @ u  # noqa: E731
+
+    def matvec(u):
+        u = np.asarray(u).ravel()
+        out = (Z.T @ (Z @ u)) / n
+        for base, ncfg, w, B in blocks:
+            seg = slice(base, base + ncfg * w)
+            out[seg] -= np.einsum("aij,aj->ai", B, u[seg].reshape(ncfg, w)).ravel()
+        return out
+
+    if m == 0:
+        return 0.0, np.zeros(0)
     if m <= 2:  # ARPACK needs k < m; form the tiny matrix directly
-        M = np.column_stack([matvec(e) for e in np.eye(m)]) if m else np.zeros((0, 0))
-        if m == 0:
-            return 0.0, np.zeros(0)
+        M = np.column_stack([matvec(e) for e in np.eye(m)])
         w, V = np.linalg.eigh((M + M.T) / 2)
         i = int(np.argmax(np.abs(w)))
         return float(w[i]), V[:, i]
@@ -109,6 +119,7 @@ def filter_known_topology(
     mode: str = "single_pass",
     C: float = 1.0,
     max_rounds: int = 50,
+    rounds: int = 4,
     seed=None,
     progress: bool = True,
     tol: float = 1e-6,
@@ -127,6 +138,9 @@ def filter_known_topology(
     mode : {"single_pass", "paper"}
         ``"single_pass"`` (what the authors ran): one eigenvector, drop the ``ceil(epsilon * N)``
         records with the largest ``|v . (F(x, q) - q)|`` (ties broken by a seeded shuffle).
+        ``"iterative"``: ``rounds`` such passes, each recomputing q and the eigenvector on the rows
+        left and dropping ``epsilon * N / rounds`` of them (same total removed; at large epsilon
+        one direction does not capture all of the corruption, see benchmarks/RESULTS.md).
         ``"paper"``: Algorithm 1 iterated; stop when ``|lambda| <= C * eps * log(1/eps) / alpha``
         (alpha: smallest empirical probability of an observed parent configuration), otherwise
         remove the records scoring above ``T + delta`` with ``delta = 3 sqrt(eps |lambda| / alpha)``
@@ -134,6 +148,10 @@ def filter_known_topology(
         (step 11), and repeat (at most ``max_rounds`` rounds).
     C : float
         Constant of the paper-mode stopping rule.
+    max_rounds : int
+        Paper-mode round limit.
+    rounds : int
+        Passes of the iterative mode.
     seed : int or numpy.random.Generator, optional
         Drives the Lanczos start vector and the tie-breaking shuffle.
     progress : bool
@@ -157,11 +175,13 @@ def filter_known_topology(
     """
     if not (isinstance(epsilon, (int, float, np.floating)) and 0 < epsilon < 0.5):
         raise ValueError(f"epsilon: expected a corrupted fraction in (0, 1/2), got {epsilon!r}")
-    if mode not in ("single_pass", "paper"):
-        raise ValueError(f"mode: expected 'single_pass' or 'paper', got {mode!r}")
+    if mode not in ("single_pass", "iterative", "paper"):
+        raise ValueError(f"mode: expected 'single_pass', 'iterative' or 'paper', got {mode!r}")
+    if mode == "iterative" and (not isinstance(rounds, (int, np.integer)) or rounds < 1):
+        raise ValueError(f"rounds: expected a positive integer, got {rounds!r}")
     if C <= 0:
         raise ValueError(f"C: expected a positive constant, got {C}")
-    rec = check_records(records, domain)
+    rec = np.asfortranarray(check_records(records, domain))  # column access per node is contiguous
     N = rec.shape[0]
     if N < 2:
         raise ValueError(f"records: need at least 2 records to filter, got {N}")
@@ -171,20 +191,22 @@ def filter_known_topology(
     keep = np.ones(N, dtype=bool)
     history: list = []
     d = len(domain)
-    rounds = 1 if mode == "single_pass" else max_rounds
-    bar = tqdm(total=rounds, desc="robust filter", disable=not progress, leave=False)
-    for _ in range(rounds):
-        rows = np.flatnonzero(keep)
-        n = rows.size
+    total_drop = int(np.ceil(epsilon * N))
+    n_rounds = {"single_pass": 1, "iterative": int(rounds), "paper": max_rounds}[mode]
+    bar = tqdm(total=n_rounds, desc="robust filter", disable=not progress, leave=False)
+    for r in range(n_rounds):
+        rows = None if keep.all() else np.flatnonzero(keep)
+        n = N if rows is None else rows.size
         counts = layout.counts(rec, configs, rows)
         q = conditional_probabilities(counts)
-        Z, idx_parts, val_parts = _centred_matrix(rec, configs, layout, q, rows)
-        D = _diagonal_blocks(idx_parts, val_parts, layout.m, n)
-        lam, v = _top_eigenpair(Z, D, n, rng, tol)
+        Z, parts = _centred_matrix(rec, configs, layout, q, rows)
+        lam, v = _top_eigenpair(Z, _diagonal_blocks(parts, layout, n), n, rng, tol)
+        if rows is None:
+            rows = np.arange(N)
         scores = np.abs(Z @ v) if layout.m else np.zeros(n)
         entry = {"eigenvalue": lam, "kept_before": int(n)}
-        if mode == "single_pass":
-            n_drop = int(np.ceil(epsilon * N))
+        if mode != "paper":
+            n_drop = total_drop * (r + 1) // n_rounds - total_drop * r // n_rounds
             order = rng.permutation(n)
             ranked = order[np.argsort(-scores[order], kind="stable")]
             drop = rows[ranked[:n_drop]]
@@ -214,8 +236,7 @@ def filter_known_topology(
         if keep.sum() < 2:
             raise ValueError("the filter removed (almost) every record; is epsilon right?")
     bar.close()
-    rows = np.flatnonzero(keep)
-    probs = conditional_probabilities(layout.counts(rec, configs, rows))
+    probs = conditional_probabilities(layout.counts(rec, configs, None if keep.all() else np.flatnonzero(keep)))
     cpts = {v: p.reshape(domain.shape(layout.parents[v]) + (domain.card(v),)) for v, p in zip(domain.variables, probs)}
     return FilterResult(BayesianNetwork(domain, layout.parents, cpts), keep, history)
 

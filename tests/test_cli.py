@@ -14,8 +14,12 @@ def test_demo_report_has_every_step_and_small_errors():
     lines = []
     run_demo(seed=1, progress=False, out=lines.append)
     text = "\n".join(lines)
-    for title in ("Exact inference", "Sampling, KL", "Loopy belief propagation"):
+    for title in ("Exact inference", "Sampling, KL", "Loopy belief propagation", "Robust CPTs"):
         assert title in text
+    tv_line = next(l for l in lines if "estimated TV to ALARM" in l)
+    tv = dict(part.strip().rsplit(" ", 1) for part in tv_line.split(":", 1)[1].split(","))
+    assert float(tv["RobustFilter"]) < float(tv["MLE"]) / 3
+    assert float(tv["RobustFilter"]) < float(tv["MLE on the clean rows"]) + 0.02
     err_line = next(l for l in lines if "max |error|" in l)
     ours = float(err_line.split("ppgm ")[1].split(",")[0])
     assert ours < 1e-10
