@@ -16,7 +16,13 @@ from .models import to_engine
 
 
 def infer_domain(data: pd.DataFrame, columns: Sequence, state_names: Mapping | None = None) -> Domain:
-    """Domain of ``columns``: given state names where supplied, else the sorted observed values."""
+    """Domain of ``columns``: given state names where supplied, else the sorted observed values.
+
+    Examples
+    --------
+    >>> infer_domain(pd.DataFrame({"A": ["b", "a", "b"]}), ["A"]).state_names["A"]
+    ('a', 'b')
+    """
     names = dict(state_names or {})
     states = {}
     for c in columns:
@@ -66,7 +72,14 @@ def encode(data: pd.DataFrame, domain: Domain) -> np.ndarray:
 
 
 def decode(records: np.ndarray, domain: Domain) -> pd.DataFrame:
-    """DataFrame of state names from integer codes."""
+    """DataFrame of state names from integer codes.
+
+    Examples
+    --------
+    >>> d = Domain(("A",), (2,), {"A": ["no", "yes"]})
+    >>> decode(np.array([[1], [0]]), d)["A"].tolist()
+    ['yes', 'no']
+    """
     return pd.DataFrame(
         {v: np.asarray(domain.state_names[v], dtype=object)[records[:, j]] for j, v in enumerate(domain.variables)}
     )

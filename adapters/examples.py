@@ -34,7 +34,13 @@ def load_bif_example(name: str) -> DiscreteBayesianNetwork:
 def dirichlet_chain_network(n_vars: int = 10, k: int = 10, alpha: float = 1.0, seed=None) -> DiscreteMarkovNetwork:
     """The CGM paper's third-order chain as a pgmpy ``DiscreteMarkovNetwork``, with the raw
     Dirichlet(alpha) edge tables as factor values (entries near 1/k^2, the regime in which pgmpy's
-    own ``BeliefPropagation`` stops early)."""
+    own ``BeliefPropagation`` stops early).
+
+    Examples
+    --------
+    >>> sorted(dirichlet_chain_network(5, 3, seed=0).nodes())
+    ['X0', 'X1', 'X2', 'X3', 'X4']
+    """
     m = third_order_chain(n_vars, k, alpha, seed)
     mn = DiscreteMarkovNetwork()
     mn.add_nodes_from(m.domain.variables)

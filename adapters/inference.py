@@ -48,7 +48,7 @@ class LogBeliefPropagation:
     >>> bp = LogBeliefPropagation(bn)
     >>> bp.query(["B"]).values.round(2).tolist()
     [0.48, 0.52]
-    >>> round(bp.query(["A"], evidence={"B": 1}).values[1], 4)
+    >>> round(float(bp.query(["A"], evidence={"B": 1}).values[1]), 4)
     0.9231
     """
 

@@ -27,7 +27,14 @@ def kl_divergence(p, q) -> float:
 
 def total_variation(p, q, exact_max_cells: int = 2**22, n_samples: int = 100_000, seed=None, method: str = "auto") -> float:
     """Total-variation distance between two pgmpy models: exact for small joints, otherwise the
-    sampling estimate P(A) - Q(A) with A = {x : p(x) > q(x)} (see ``ppgm.total_variation``)."""
+    sampling estimate P(A) - Q(A) with A = {x : p(x) > q(x)} (see ``ppgm.total_variation``).
+
+    Examples
+    --------
+    >>> from ppgm.adapters import load_bif_example
+    >>> total_variation(load_bif_example("asia"), load_bif_example("asia"))
+    0.0
+    """
     pe, qe = _aligned(p, q)
     return _m.total_variation(pe, qe, exact_max_cells=exact_max_cells, n_samples=n_samples, seed=seed, method=method)
 

@@ -90,7 +90,14 @@ def markov_from_pgmpy(model: DiscreteMarkovNetwork) -> MarkovNetwork:
 
 def markov_to_pgmpy(model: MarkovNetwork) -> DiscreteMarkovNetwork:
     """pgmpy ``DiscreteMarkovNetwork`` whose factors are exp of the engine's log-potentials
-    (each shifted by its maximum, which changes nothing but the scale)."""
+    (each shifted by its maximum, which changes nothing but the scale).
+
+    Examples
+    --------
+    >>> from ppgm.random_models import third_order_chain
+    >>> len(markov_to_pgmpy(third_order_chain(5, 2, seed=0)).get_factors())  # edges at distance 1, 2, 3
+    9
+    """
     mn = DiscreteMarkovNetwork()
     mn.add_nodes_from(model.domain.variables)
     for f in model.factors:
@@ -146,7 +153,14 @@ def bayes_from_pgmpy(model: DiscreteBayesianNetwork) -> BayesianNetwork:
 
 
 def tabular_cpds(model: BayesianNetwork, cpts: Mapping | None = None) -> list[TabularCPD]:
-    """pgmpy ``TabularCPD`` objects for the engine CPT arrays (``cpts`` overrides ``model.cpts``)."""
+    """pgmpy ``TabularCPD`` objects for the engine CPT arrays (``cpts`` overrides ``model.cpts``).
+
+    Examples
+    --------
+    >>> from ppgm.random_models import random_bayesian_network
+    >>> [c.variable for c in tabular_cpds(random_bayesian_network(3, seed=0))]
+    ['V0', 'V1', 'V2']
+    """
     tables = {**model.cpts, **(cpts or {})}
     dom = model.domain
     out = []
@@ -168,7 +182,14 @@ def tabular_cpds(model: BayesianNetwork, cpts: Mapping | None = None) -> list[Ta
 
 
 def bayes_to_pgmpy(model: BayesianNetwork) -> DiscreteBayesianNetwork:
-    """pgmpy ``DiscreteBayesianNetwork`` with the engine's DAG and CPTs."""
+    """pgmpy ``DiscreteBayesianNetwork`` with the engine's DAG and CPTs.
+
+    Examples
+    --------
+    >>> from ppgm.random_models import random_bayesian_network
+    >>> bayes_to_pgmpy(random_bayesian_network(3, seed=0)).check_model()
+    True
+    """
     bn = DiscreteBayesianNetwork()
     bn.add_nodes_from(model.domain.variables)
     bn.add_edges_from((p, v) for v in model.order for p in model.parents[v])
@@ -177,7 +198,14 @@ def bayes_to_pgmpy(model: BayesianNetwork) -> DiscreteBayesianNetwork:
 
 
 def to_engine(model):
-    """Engine model of a pgmpy ``DiscreteMarkovNetwork`` or ``DiscreteBayesianNetwork`` (engine models pass through)."""
+    """Engine model of a pgmpy ``DiscreteMarkovNetwork`` or ``DiscreteBayesianNetwork`` (engine models pass through).
+
+    Examples
+    --------
+    >>> from ppgm.adapters import load_bif_example
+    >>> to_engine(load_bif_example("asia")).order[0]
+    'asia'
+    """
     if isinstance(model, (MarkovNetwork, BayesianNetwork)):
         return model
     if isinstance(model, DiscreteBayesianNetwork):

@@ -5,15 +5,28 @@ pgmpy models and pandas DataFrames to and from it.
 """
 
 import os as _os
+import sys as _sys
 
 # In a source checkout (no install, or `python -m ppgm` from the repository root, which shadows the
-# installed package) the adapters live beside this folder: let `import ppgm.adapters` find them there.
-# An installed wheel has ppgm/adapters/ and never takes this branch. Nothing is imported here.
+# installed package) the adapters live beside this folder: a finder for the one name
+# `ppgm.adapters` lets `import ppgm.adapters` load them from there. An installed wheel has
+# ppgm/adapters/ and never takes this branch. Nothing is imported here.
 _here = _os.path.dirname(__file__)
-if not _os.path.isdir(_os.path.join(_here, "adapters")) and _os.path.isfile(
-    _os.path.join(_here, _os.pardir, "adapters", "__init__.py")
-):
-    __path__.append(_os.path.abspath(_os.path.join(_here, _os.pardir)))
+_source_adapters = _os.path.abspath(_os.path.join(_here, _os.pardir, "adapters"))
+if not _os.path.isdir(_os.path.join(_here, "adapters")) and _os.path.isfile(_os.path.join(_source_adapters, "__init__.py")):
+    import importlib.abc as _abc
+    import importlib.util as _util
+
+    class _SourceAdaptersFinder(_abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name != "ppgm.adapters":
+                return None
+            return _util.spec_from_file_location(
+                name, _os.path.join(_source_adapters, "__init__.py"), submodule_search_locations=[_source_adapters]
+            )
+
+    if not any(type(f).__name__ == "_SourceAdaptersFinder" for f in _sys.meta_path):
+        _sys.meta_path.append(_SourceAdaptersFinder())
 
 from .bayes import BayesianNetwork
 from .binary_encoding import BinaryEncoding, binary_encoding

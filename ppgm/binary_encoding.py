@@ -18,6 +18,7 @@ import numpy as np
 from .bayes import BayesianNetwork
 from .domain import Domain
 from .records import check_records
+from .rng import as_generator
 
 
 def _n_bits(k: int) -> int:
@@ -61,7 +62,7 @@ class BinaryEncoding:
         """Binary records; a record in a variable's last state lands on that state or one of its
         phantoms uniformly at random (so encoded data follows :meth:`encode_network`)."""
         rec = check_records(records, self.source)
-        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        rng = as_generator(seed)
         cols = []
         for j, (v, k) in enumerate(zip(self.source.variables, self.source.cards)):
             B = len(self.bits[v])
@@ -106,7 +107,14 @@ class BinaryEncoding:
 
 
 def binary_encoding(domain: Domain, parents: Mapping) -> BinaryEncoding:
-    """Build the binary encoding of the DAG ``parents`` over ``domain``."""
+    """Build the binary encoding of the DAG ``parents`` over ``domain``.
+
+    Examples
+    --------
+    >>> enc = binary_encoding(Domain(("A",), (4,)), {})
+    >>> enc.bits["A"], enc.parents["A#1"]
+    (('A#0', 'A#1'), ('A#0',))
+    """
     parents = {v: domain.check(parents.get(v, ()), f"parents[{v!r}]") for v in domain.variables}
     bits = {}
     for v, k in zip(domain.variables, domain.cards):

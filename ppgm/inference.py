@@ -27,6 +27,13 @@ class Marginals:
         Why this method was used (for instance the automatic fallback and its reason).
     calibration : Calibration or None
     loopy : LoopyResult or None
+
+    Examples
+    --------
+    >>> from ppgm.random_models import grid
+    >>> res = infer(grid(6, 6, seed=0), max_cells=100)
+    >>> res.method, res.note.startswith("fell back")
+    ('loopy', True)
     """
 
     model: MarkovNetwork

@@ -24,7 +24,18 @@ SCALED_RANGE = 600.0  # below this total log-range of the potentials, calibrate 
 
 
 class JunctionTreeTooLarge(MemoryError):
-    """Raised when the junction tree's clique tables would exceed the memory budget."""
+    """Raised when the junction tree's clique tables would exceed the memory budget.
+
+    Examples
+    --------
+    >>> from ppgm.random_models import grid
+    >>> g = grid(10, 10, seed=0)
+    >>> try:
+    ...     JunctionTree.build(g.domain, g.scopes, max_cells=100)
+    ... except JunctionTreeTooLarge as err:
+    ...     print("too large")
+    too large
+    """
 
 
 def _elimination_cliques(domain: Domain, scopes: Iterable[Sequence[Hashable]]) -> list[tuple]:
@@ -206,7 +217,7 @@ class JunctionTree:
         --------
         >>> d = Domain(("A", "B"), (2, 2))
         >>> m = MarkovNetwork(d, [Factor(("A", "B"), np.zeros((2, 2)))])
-        >>> round(float(JunctionTree.build(d, m.scopes).calibrate(m).log_z), 6) == round(np.log(4), 6)
+        >>> round(JunctionTree.build(d, m.scopes).calibrate(m).log_z, 6) == round(float(np.log(4)), 6)
         True
         """
         if model.domain != self.domain:
@@ -338,6 +349,14 @@ class Calibration:
     beliefs, log_beliefs : tuple of arrays
         Normalised marginal (or its log) of each clique, axes as ``tree.cliques``; whichever the
         calibration did not produce is derived on first use.
+
+    Examples
+    --------
+    >>> from ppgm.random_models import third_order_chain
+    >>> m = third_order_chain(6, 3, seed=0)
+    >>> cal = JunctionTree.build(m.domain, m.scopes).calibrate(m)
+    >>> cal.marginal(("X0", "X5")).values.shape   # an out-of-clique query
+    (3, 3)
     """
 
     tree: JunctionTree

@@ -8,7 +8,8 @@ from .bayes import BayesianNetwork
 from .factor import Factor, align, logsumexp
 from .junction_tree import DEFAULT_MAX_CELLS, JunctionTree
 from .markov import MarkovNetwork
-from .sampling import _rng, sample
+from .rng import as_generator
+from .sampling import sample
 
 
 def _as_markov(model) -> MarkovNetwork:
@@ -60,14 +61,30 @@ def kl_divergence(p, q, max_cells: int | None = DEFAULT_MAX_CELLS) -> float:
 
 
 def entropy(model, max_cells: int | None = DEFAULT_MAX_CELLS) -> float:
-    """Exact entropy in nats: log Z - E_p[sum_C theta_C]."""
+    """Exact entropy in nats: log Z - E_p[sum_C theta_C].
+
+    Examples
+    --------
+    >>> from ppgm.domain import Domain
+    >>> m = MarkovNetwork(Domain(("A", "B"), (2, 2)), [Factor(("A", "B"), np.zeros((2, 2)))])
+    >>> round(entropy(m), 6) == round(float(np.log(4)), 6)
+    True
+    """
     m = _as_markov(model)
     cal = JunctionTree.build(m.domain, m.scopes, max_cells=max_cells).calibrate(m)
     return float(cal.log_z - sum(_expected(cal.marginal(f.variables), f) for f in m.factors))
 
 
 def log_likelihood(model, records, max_cells: int | None = DEFAULT_MAX_CELLS) -> float:
-    """Average log-likelihood (nats per record) of integer-coded ``records`` under ``model``."""
+    """Average log-likelihood (nats per record) of integer-coded ``records`` under ``model``.
+
+    Examples
+    --------
+    >>> from ppgm.domain import Domain
+    >>> m = MarkovNetwork(Domain(("A",), (4,)), [Factor(("A",), np.zeros(4))])
+    >>> round(log_likelihood(m, [[0], [3]]), 6) == round(float(-np.log(4)), 6)
+    True
+    """
     if isinstance(model, BayesianNetwork):
         return float(np.mean(model.log_prob(records)))
     m = _as_markov(model)
@@ -119,7 +136,7 @@ def total_variation(
         return float(0.5 * np.abs(pp - qq).sum())
     if n_samples < 1:
         raise ValueError(f"n_samples: expected a positive integer, got {n_samples}")
-    rng = _rng(seed)
+    rng = as_generator(seed)
     log_p, log_q = _log_prob_fn(p, None), _log_prob_fn(q, None)
     xp = sample(p, n_samples, rng)
     xq = sample(q, n_samples, rng)

@@ -11,10 +11,7 @@ from .bayes import BayesianNetwork
 from .domain import Domain
 from .factor import Factor
 from .markov import MarkovNetwork
-
-
-def _rng(seed) -> np.random.Generator:
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+from .rng import as_generator
 
 
 def pairwise_dirichlet(edges, n_vars: int, k: int, alpha: float = 1.0, seed=None, names=None) -> MarkovNetwork:
@@ -27,7 +24,7 @@ def pairwise_dirichlet(edges, n_vars: int, k: int, alpha: float = 1.0, seed=None
     >>> pairwise_dirichlet([(0, 1)], 2, 3, seed=0).scopes
     [('X0', 'X1')]
     """
-    rng = _rng(seed)
+    rng = as_generator(seed)
     names = list(names) if names is not None else [f"X{i}" for i in range(n_vars)]
     dom = Domain(tuple(names), (k,) * n_vars)
     factors = []
@@ -46,7 +43,7 @@ def third_order_chain(n_vars: int = 10, k: int = 10, alpha: float = 1.0, seed=No
 
 def erdos_renyi(n_vars: int = 10, k: int = 10, p: float = 0.3, alpha: float = 1.0, seed=None) -> MarkovNetwork:
     """A connected Erdos-Renyi graph (redrawn until connected) with Dirichlet(alpha) edge tables."""
-    rng = _rng(seed)
+    rng = as_generator(seed)
     for _ in range(1000):
         g = nx.gnp_random_graph(n_vars, p, seed=int(rng.integers(2**31)))
         if nx.is_connected(g):
@@ -57,7 +54,7 @@ def erdos_renyi(n_vars: int = 10, k: int = 10, p: float = 0.3, alpha: float = 1.
 def grid(rows: int, cols: int, k: int = 2, coupling: float = 1.0, field: float = 0.5, seed=None) -> MarkovNetwork:
     """A rows x cols grid with Gaussian random pairwise log-potentials (std ``coupling``) and unary
     log-potentials (std ``field``), for loopy BP."""
-    rng = _rng(seed)
+    rng = as_generator(seed)
     names = [f"G{r}_{c}" for r in range(rows) for c in range(cols)]
     dom = Domain(tuple(names), (k,) * len(names))
     factors = [Factor((v,), rng.normal(0, field, k)) for v in names]
@@ -72,7 +69,7 @@ def random_bayesian_network(
     n_vars: int, k: int | tuple = 2, max_parents: int = 2, alpha: float = 1.0, seed=None
 ) -> BayesianNetwork:
     """A random DAG (each node picks up to ``max_parents`` earlier nodes) with Dirichlet(alpha) CPT rows."""
-    rng = _rng(seed)
+    rng = as_generator(seed)
     names = tuple(f"V{i}" for i in range(n_vars))
     cards = (k,) * n_vars if np.isscalar(k) else tuple(k)
     dom = Domain(names, cards)

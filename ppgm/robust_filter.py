@@ -25,6 +25,7 @@ from .bayes import BayesianNetwork
 from .cpts import CPTLayout, conditional_probabilities
 from .domain import Domain
 from .records import check_records
+from .rng import as_generator
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,15 @@ class FilterResult:
     history : list of dict
         One entry per round: ``eigenvalue`` (of largest magnitude), ``threshold`` (the score above
         which records were removed, or the stopping bound), ``removed`` (records removed), ``kept``.
+
+    Examples
+    --------
+    >>> from ppgm.random_models import random_bayesian_network
+    >>> from ppgm.sampling import sample
+    >>> bn = random_bayesian_network(4, 2, seed=0)
+    >>> res = filter_known_topology(sample(bn, 1000, seed=0), bn.domain, bn.parents, 0.1, progress=False)
+    >>> res.history[0]["removed"], int(res.inlier_mask.sum())
+    (100, 900)
     """
 
     model: BayesianNetwork
@@ -185,7 +195,7 @@ def filter_known_topology(
     N = rec.shape[0]
     if N < 2:
         raise ValueError(f"records: need at least 2 records to filter, got {N}")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = as_generator(seed)
     layout = CPTLayout.build(domain, parents)
     configs = layout.configs(rec)
     keep = np.ones(N, dtype=bool)

@@ -9,11 +9,8 @@ import numpy as np
 from .bayes import BayesianNetwork
 from .junction_tree import Calibration, JunctionTree
 from .markov import MarkovNetwork
+from .rng import as_generator
 from .records import cell_index
-
-
-def _rng(seed) -> np.random.Generator:
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
 def draw_rows(probs: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -55,7 +52,7 @@ def sample_markov(
     (4, 5)
     """
     n = _check_n(n)
-    rng = _rng(seed)
+    rng = as_generator(seed)
     cal = calibration if calibration is not None else JunctionTree.build(model.domain, model.scopes).calibrate(model)
     t, dom = cal.tree, model.domain
     out = np.zeros((n, len(dom)), dtype=np.int64)
@@ -82,7 +79,7 @@ def sample_bayes(model: BayesianNetwork, n: int, seed=None) -> np.ndarray:
     (3, 4)
     """
     n = _check_n(n)
-    rng = _rng(seed)
+    rng = as_generator(seed)
     dom = model.domain
     out = np.zeros((n, len(dom)), dtype=np.int64)
     for v in model.order:
@@ -94,7 +91,14 @@ def sample_bayes(model: BayesianNetwork, n: int, seed=None) -> np.ndarray:
 
 
 def sample(model, n: int, seed=None) -> np.ndarray:
-    """Exact samples from a :class:`MarkovNetwork` or :class:`BayesianNetwork`."""
+    """Exact samples from a :class:`MarkovNetwork` or :class:`BayesianNetwork`.
+
+    Examples
+    --------
+    >>> from ppgm.random_models import grid
+    >>> sample(grid(2, 2, seed=0), 3, seed=0).shape
+    (3, 4)
+    """
     if isinstance(model, BayesianNetwork):
         return sample_bayes(model, n, seed)
     if isinstance(model, MarkovNetwork):
