@@ -38,6 +38,11 @@ from .junction_tree import Calibration, JunctionTree, JunctionTreeTooLarge
 from .loopy import LoopyResult, loopy_belief_propagation
 from .markov import MarkovNetwork
 from .robust_filter import FilterResult, filter_known_topology
+from .cgm import cgm_em, naive_mle, population_size
+from .measurement import Measurement
+from .mechanisms import GaussianMechanism, LaplaceMechanism, PrivacyAccountant
+from .mle import fit_marginals
+from .projection import project_simplex
 from .metrics import entropy, kl_divergence, log_likelihood, nllh, total_variation
 from .sampling import sample, sample_bayes, sample_markov
 from .tables import contingency_tables
@@ -60,6 +65,15 @@ __all__ = [
     "LoopyResult",
     "MarkovNetwork",
     "Marginals",
+    "Measurement",
+    "LaplaceMechanism",
+    "GaussianMechanism",
+    "PrivacyAccountant",
+    "cgm_em",
+    "fit_marginals",
+    "naive_mle",
+    "population_size",
+    "project_simplex",
     "align",
     "contingency_tables",
     "entropy",
