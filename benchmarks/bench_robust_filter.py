@@ -199,8 +199,7 @@ def main(quick: bool) -> None:
     lines += ["### Adaptive adversary: corrupted rows drawn from ALARM with 20 CPTs shifted by 0.25", ""]
     lines += fmt_rows("ALARM", rows) + [
         "",
-        "Each corrupted row is a plausible ALARM record; what betrays them is the correlation the 20 "
-        "shifted CPT rows create together, which is what the eigenvector picks up.",
+        "Each corrupted row is a plausible ALARM record; only their aggregate moves the chosen CPT rows. This is where the filter's guarantee bites: it removes 70-90% of these rows (against ~100% for the random-network noise above) and stays 0.015-0.03 above the clean-data MLE, although still 4-8x better than MLE and RANSAC. Here the extra passes can hurt (eps 0.05, 0.1): once the rows that stand out are gone, later passes trade clean rows for corrupted ones.",
     ]
     write_section("robust_filter", "\n".join(lines))
     print("\n".join(lines))
