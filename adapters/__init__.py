@@ -8,7 +8,9 @@ from .data import contingency_tables, decode, encode, infer_domain, sample
 from .inference import LogBeliefPropagation
 from .examples import dirichlet_chain_network, load_bif_example
 from .metrics import kl_divergence, total_variation
+from .private import CGMEstimator, NaiveMLEEstimator, NoisyFactor, NoisyTables, release_tables
 from .robust import RobustFilter
+from ppgm.mechanisms import BudgetExceeded, GaussianMechanism, LaplaceMechanism, PrivacyAccountant
 from .models import (
     bayes_from_pgmpy,
     bayes_to_pgmpy,
@@ -20,6 +22,14 @@ from .models import (
 
 __all__ = [
     "LogBeliefPropagation",
+    "CGMEstimator",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "NaiveMLEEstimator",
+    "NoisyFactor",
+    "NoisyTables",
+    "PrivacyAccountant",
+    "release_tables",
     "RobustFilter",
     "bayes_from_pgmpy",
     "bayes_to_pgmpy",
