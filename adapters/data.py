@@ -85,6 +85,22 @@ def decode(records: np.ndarray, domain: Domain) -> pd.DataFrame:
     )
 
 
+def clique_domain(data: pd.DataFrame, cliques: Sequence[Sequence], state_names: Mapping | None = None,
+                  argument: str = "cliques") -> tuple[list[tuple], Domain]:
+    """Check that ``data`` has rows and every column the cliques name; return the cliques as tuples
+    and the domain of their columns (see :func:`infer_domain`)."""
+    cliques = [tuple(c) for c in cliques]
+    if not cliques:
+        raise ValueError(f"{argument}: expected at least one clique")
+    if len(data) == 0:
+        raise ValueError("data: the DataFrame has no rows")
+    columns = list(dict.fromkeys(v for c in cliques for v in c))
+    missing = [v for v in columns if v not in data.columns]
+    if missing:
+        raise ValueError(f"{argument}: columns {missing} are not in the data; it has {list(data.columns)}")
+    return cliques, infer_domain(data, columns, state_names)
+
+
 def contingency_tables(
     data: pd.DataFrame,
     cliques: Sequence[Sequence],
@@ -110,16 +126,7 @@ def contingency_tables(
     >>> contingency_tables(df, [("A", "B")])[0].values.tolist()
     [[1.0, 1.0], [0.0, 1.0]]
     """
-    cliques = [tuple(c) for c in cliques]
-    if not cliques:
-        raise ValueError("cliques: expected at least one clique")
-    if len(data) == 0:
-        raise ValueError("data: the DataFrame has no rows")
-    columns = list(dict.fromkeys(v for c in cliques for v in c))
-    missing = [v for v in columns if v not in data.columns]
-    if missing:
-        raise ValueError(f"cliques: columns {missing} are not in the data; it has {list(data.columns)}")
-    dom = infer_domain(data, columns, state_names)
+    cliques, dom = clique_domain(data, cliques, state_names)
     tables = _engine_tables(encode(data, dom), dom, cliques, weights=weights)
     return [
         DiscreteFactor(list(t.variables), list(t.shape), t.values.astype(float),

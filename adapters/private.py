@@ -18,7 +18,7 @@ from ppgm.measurement import Measurement
 from ppgm.mechanisms import GaussianMechanism, LaplaceMechanism, PrivacyAccountant
 from ppgm.tables import contingency_tables as _engine_tables
 
-from .data import encode, infer_domain
+from .data import clique_domain, encode
 from .models import markov_to_pgmpy
 
 
@@ -176,16 +176,7 @@ def release_tables(
     >>> next(iter(rel)).scale, rel.spent
     (1.0, {'epsilon': 1.0})
     """
-    cliques = _cliques(cliques_or_model)
-    if not cliques:
-        raise ValueError("cliques_or_model: no cliques to release")
-    if len(data) == 0:
-        raise ValueError("data: the DataFrame has no rows")
-    columns = list(dict.fromkeys(v for c in cliques for v in c))
-    missing = [v for v in columns if v not in data.columns]
-    if missing:
-        raise ValueError(f"cliques_or_model: columns {missing} are not in the data")
-    dom = infer_domain(data, columns, state_names)
+    cliques, dom = clique_domain(data, _cliques(cliques_or_model), state_names, "cliques_or_model")
     w = None if weights is None else np.asarray(weights, dtype=float)
     contribution = 1.0 if w is None else float(np.max(w))
     if individuals is not None:

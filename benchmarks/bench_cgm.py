@@ -9,7 +9,10 @@ KL(true || learned) in nats, mean edge-marginal total variation, wall time.
 Regularisation and stopping, fixed for all cells:
   non-private MLE  exact tables / N, l2 = 1/N, L-BFGS to gradient 1e-7 (at most 1000 iterations)
   naive MLE        simplex-projected y / N, l2 = 1/N, same stopping
-  CGM-EM           l2 = 1/N in the M-step, dual E-step, 30 EM iterations (or marginal change < 1e-6)
+  CGM-EM           defaults: l2 = 1/N in the M-step, dual E-step (L-BFGS-B, gradient 1e-9 relative to N,
+                   at most 500 iterations, warm-started), 100 M-step iterations, 30 EM iterations
+                   (or marginal change < 1e-6). Looser E-steps (50 iterations, 1e-7) are 3x faster but
+                   lose badly at N = 1e6, eps = 0.1 (KL 1.19 instead of 0.08).
   mbi              MirrorDescent, 1000 iterations, l2 loss with the Laplace noise's standard deviation
 
 mbi is not a ppgm dependency: run this in an environment with both, e.g.
@@ -69,12 +72,12 @@ def main(quick: bool) -> None:
     epsilons = [0.1, 1.0] if quick else [0.1, 0.5, 1.0]
     graphs = [("chain", third_order_chain)] + ([] if quick else [("ER p=0.3", lambda **k: erdos_renyi(p=0.3, **k))])
     rows = []
-    for gname, make in graphs:
+    for g_index, (gname, make) in enumerate(graphs):
         for N in Ns:
             for eps in epsilons:
                 truth = make(n_vars=10, k=10, seed=2017)
                 truth_marg = infer(truth).factor_marginals()
-                rng = np.random.default_rng(hash((gname, N, eps)) % 2**32)
+                rng = np.random.default_rng([g_index, N, int(round(eps * 1000))])  # reproducible per cell
                 x = sample(truth, N, seed=rng)
                 tabs = contingency_tables(x, truth.domain, truth.scopes)
                 ys = LaplaceMechanism(eps).release(tabs, seed=rng)

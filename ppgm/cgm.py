@@ -220,6 +220,8 @@ def cgm_em(
     init: MarkovNetwork | None = None,
     progress: bool = True,
     mstep_iter: int = 100,
+    estep_iter: int = 500,
+    estep_tol: float = 1e-9,
 ) -> CGMResult:
     """EM for collective graphical models (Algorithm 2): learn a Markov network whose cliques are the
     measured ones from noisy clique tables alone.
@@ -246,6 +248,9 @@ def cgm_em(
         Starting parameters (default: the naive MLE).
     progress : bool
         Show a tqdm bar.
+    estep_iter, estep_tol : int, float
+        L-BFGS-B iteration limit and gradient tolerance (relative to N) of each dual E-step; it is
+        warm-started from the previous E-step, so a loose E-step still converges over EM iterations.
     mstep_iter : int
         L-BFGS iterations per M-step, warm-started from the previous parameters (a generalised EM
         step: it improves the M-step objective without solving it to the end every time).
@@ -283,7 +288,7 @@ def cgm_em(
         theta_in = theta
         log_z_theta = oracle(theta)[0]
         if estep == "dual":
-            lam, mus, value, evals = estep_dual(oracle, theta, ms, N, lam0=lam)
+            lam, mus, value, evals = estep_dual(oracle, theta, ms, N, lam0=lam, max_iter=estep_iter, tol=estep_tol)
             counts = [N * mu for mu in mus]
         else:
             counts, evals, _ = estep_nlbp(oracle, theta, ms, N, damping, smoothing, counts0=counts)

@@ -176,13 +176,18 @@ class JunctionTree:
         """Total number of entries of the clique tables."""
         return sum(self.domain.size(c) for c in self.cliques)
 
+    def find_home(self, scope: Sequence[Hashable]) -> int | None:
+        """Index of the smallest clique containing ``scope``, or None if no clique does."""
+        s = set(scope)
+        homes = [i for i, c in enumerate(self.cliques) if s <= set(c)]
+        return min(homes, key=lambda i: self.domain.size(self.cliques[i])) if homes else None
+
     def home(self, scope: Sequence[Hashable]) -> int:
         """Index of the smallest clique containing ``scope``; ``ValueError`` if none does."""
-        s = set(scope)
-        best = [i for i, c in enumerate(self.cliques) if s <= set(c)]
-        if not best:
+        i = self.find_home(scope)
+        if i is None:
             raise ValueError(f"no clique of the junction tree contains {tuple(scope)}")
-        return min(best, key=lambda i: self.domain.size(self.cliques[i]))
+        return i
 
     def _plan(self) -> dict:
         """Axis bookkeeping computed once per tree. Cliques and separators list their variables in
@@ -402,10 +407,10 @@ class Calibration:
         if key in self._cache:
             return self._cache[key]
         t = self.tree
-        try:
-            i = t.home(variables)
+        i = t.find_home(variables)
+        if i is not None:
             out = Factor(variables, _lse_onto(self.log_beliefs[i], t.cliques[i], variables))
-        except ValueError:
+        else:
             out = self._out_of_clique(variables)
         out = out.normalized_log()
         self._cache[key] = out
@@ -414,14 +419,10 @@ class Calibration:
     def marginal(self, variables: Sequence[Hashable]) -> Factor:
         """Probability table over ``variables`` (see :meth:`log_marginal`)."""
         variables = self.tree.domain.check(variables)
-        if self._probs is not None:
-            try:
-                i = self.tree.home(variables)
-            except ValueError:
-                pass
-            else:
-                f = Factor(self.tree.cliques[i], self._probs[i]).sum_to(variables)
-                return Factor(variables, f.values / f.values.sum())
+        i = self.tree.find_home(variables) if self._probs is not None else None
+        if i is not None:
+            f = Factor(self.tree.cliques[i], self._probs[i]).sum_to(variables)
+            return Factor(variables, f.values / f.values.sum())
         f = self.log_marginal(variables)
         return Factor(f.variables, np.exp(f.values))
 
