@@ -136,11 +136,36 @@ def _robust_step(rng: np.random.Generator) -> list[str]:
     ]
 
 
+def _private_step(rng: np.random.Generator) -> list[str]:
+    from . import CGMEstimator, LaplaceMechanism, NaiveMLEEstimator, PrivacyAccountant, dirichlet_chain_network, kl_divergence, release_tables, sample
+
+    mn = dirichlet_chain_network(8, 6, seed=rng)
+    n, eps = 20_000, 0.2
+    df = sample(mn, n, seed=rng)
+    acc = PrivacyAccountant(epsilon=1.0)
+    release = release_tables(df, mn, LaplaceMechanism(eps), seed=rng, accountant=acc)
+    t0 = time.perf_counter()
+    naive = NaiveMLEEstimator(mn).estimate(release)
+    t_naive = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    est = CGMEstimator(mn)
+    cgm = est.estimate(release, progress=False, max_iter=20)
+    t_cgm = time.perf_counter() - t0
+    b = next(iter(release)).scale
+    return [
+        f"third-order chain, 8 variables x 6 states; {n:,} records -> {len(release)} edge tables released with "
+        f"Laplace noise at epsilon = {eps} (b = {b:.0f} per cell; budget left {acc.remaining:g} of 1)",
+        f"KL(true || learned): naive MLE {kl_divergence(mn, naive):.3f} ({t_naive:.1f} s), "
+        f"CGM-EM {kl_divergence(mn, cgm):.3f} ({t_cgm:.1f} s, {len(est.history_)} EM iterations)",
+    ]
+
+
 STEPS: list[tuple[str, Callable[[np.random.Generator], list[str]]]] = [
     ("Exact inference on pgmpy models (LogBeliefPropagation)", _inference_step),
     ("Sampling, KL and total variation (ALARM)", _sampling_step),
     ("Loopy belief propagation with automatic fallback", _loopy_step),
     ("Robust CPTs from adversarially corrupted records (eigenvector filter)", _robust_step),
+    ("Markov networks from differentially private tables (naive MLE vs CGM-EM)", _private_step),
 ]
 
 

@@ -297,6 +297,8 @@ def cgm_em(
         targets = [Factor(m.variables, np.clip(mu, 0, None) / np.clip(mu, 0, None).sum()) for m, mu in zip(ms, mus)]
         fit = fit_marginals(domain, targets, l2=l2, init=P.model(theta), oracle=oracle, tol=1e-8, max_iter=mstep_iter)
         theta = P.join([f.values for f in fit.model.factors])
+        if lam is not None:  # keep theta' = theta - lambda where the last E-step left it: a close warm start
+            lam = lam + (theta - theta_in)
         mu_flat = P.join(mus)
         change = float(np.abs(mu_flat - prev_mu).max()) if prev_mu is not None else float("inf")
         prev_mu = mu_flat

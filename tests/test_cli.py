@@ -14,8 +14,12 @@ def test_demo_report_has_every_step_and_small_errors():
     lines = []
     run_demo(seed=1, progress=False, out=lines.append)
     text = "\n".join(lines)
-    for title in ("Exact inference", "Sampling, KL", "Loopy belief propagation", "Robust CPTs"):
+    for title in ("Exact inference", "Sampling, KL", "Loopy belief propagation", "Robust CPTs", "differentially private"):
         assert title in text
+    kl_line = next(l for l in lines if "naive MLE" in l and "CGM-EM" in l)
+    naive_kl = float(kl_line.split("naive MLE ")[1].split(" ")[0])
+    cgm_kl = float(kl_line.split("CGM-EM ")[1].split(" ")[0])
+    assert cgm_kl < naive_kl
     tv_line = next(l for l in lines if "estimated TV to ALARM" in l)
     tv = dict(part.strip().rsplit(" ", 1) for part in tv_line.split(":", 1)[1].split(","))
     assert float(tv["RobustFilter"]) < float(tv["MLE"]) / 3
