@@ -183,9 +183,20 @@ def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measureme
         return val, y + s2 * lam - N * P.join(mus)
 
     x0 = np.zeros(P.size) if lam0 is None else np.clip(lam0, *np.array(bounds).T)
+    # Diagonal preconditioning: the Hessian of N log Z(theta - l) has diagonal N mu (1 - mu) per cell;
+    # optimising over z = h l with h = sqrt(that diagonal) makes L-BFGS-B see a far better conditioned problem.
+    mu0 = P.join(oracle(theta - x0)[1])
+    h = np.sqrt(N * mu0 * (1 - mu0) + s2 + 1e-9 * N)
     scale = max(N, 1.0)  # the dual value is O(N): scale so that tolerances are relative
-    res = minimize(lambda l: tuple(v / scale for v in D(l)), x0, jac=True, method="L-BFGS-B", bounds=bounds,
+    zb = [(lo_ * hh, hi_ * hh) for (lo_, hi_), hh in zip(bounds, h)]
+
+    def Dz(z):
+        val, grad = D(z / h)
+        return val / scale, grad / h / scale
+
+    res = minimize(Dz, x0 * h, jac=True, method="L-BFGS-B", bounds=zb,
                    options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-14, "maxcor": 20})
+    res.x = res.x / h
     log_z, mus = oracle(theta - res.x)
     value = float(res.x @ y + 0.5 * (s2 * res.x) @ res.x + N * log_z) + _noise_constants(ms)
     return res.x, mus, value, evals[0]
