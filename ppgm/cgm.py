@@ -76,6 +76,13 @@ def population_size(measurements: Sequence[Measurement]) -> float:
     return N
 
 
+def _resolve_n(ms: Sequence[Measurement], N: float | None) -> float:
+    N = population_size(ms) if N is None else float(N)
+    if not N > 0:
+        raise ValueError(f"N: expected a positive record count, got {N}")
+    return N
+
+
 def naive_mle(
     domain: Domain,
     measurements: Sequence[Measurement],
@@ -107,25 +114,15 @@ def naive_mle(
     6
     """
     ms = _check_measurements(domain, measurements)
-    N = population_size(ms) if N is None else float(N)
-    if not N > 0:
-        raise ValueError(f"N: expected a positive record count, got {N}")
+    N = _resolve_n(ms, N)
     l2 = 1.0 / N if l2 is None else float(l2)
     if project:
         targets = [Factor(m.variables, project_simplex(m.values / N)) for m in ms]
         return fit_marginals(domain, targets, l2=l2, max_iter=max_iter, tol=tol)
     if l2 <= 0:
         raise ValueError("l2: the unprojected naive MLE needs l2 > 0 (raw pseudo-marginals need not sum to one)")
-    oracle = MarginalOracle(domain, [m.variables for m in ms])
-    P = oracle.params
-    mu_hat = P.join([m.values / N for m in ms])
-
-    def f(x):
-        log_z, mus = oracle(x)
-        return -(x @ mu_hat - log_z - l2 * (x @ x)), -(mu_hat - P.join(mus) - 2 * l2 * x)
-
-    res = minimize(f, np.zeros(P.size), jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "gtol": tol})
-    return FitResult(P.model(res.x), float(-res.fun), bool(res.success), [])
+    raw = [Factor(m.variables, m.values / N) for m in ms]
+    return fit_marginals(domain, raw, l2=l2, max_iter=max_iter, tol=tol, check_targets=False)
 
 
 @dataclass(frozen=True)
@@ -279,9 +276,7 @@ def cgm_em(
     ms = _check_measurements(domain, measurements)
     if estep not in ("dual", "nlbp"):
         raise ValueError(f"estep: expected 'dual' or 'nlbp', got {estep!r}")
-    N = population_size(ms) if N is None else float(N)
-    if not N > 0:
-        raise ValueError(f"N: expected a positive record count, got {N}")
+    N = _resolve_n(ms, N)
     l2 = 1.0 / N if l2 is None else float(l2)
     if not np.isfinite(l2) or l2 < 0:
         raise ValueError(f"l2: expected a non-negative number, got {l2!r}")

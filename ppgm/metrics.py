@@ -85,11 +85,7 @@ def log_likelihood(model, records, max_cells: int | None = DEFAULT_MAX_CELLS) ->
     >>> round(log_likelihood(m, [[0], [3]]), 6) == round(float(-np.log(4)), 6)
     True
     """
-    if isinstance(model, BayesianNetwork):
-        return float(np.mean(model.log_prob(records)))
-    m = _as_markov(model)
-    lz = JunctionTree.build(m.domain, m.scopes, max_cells=max_cells).calibrate(m).log_z
-    return float(np.mean(m.unnormalized_log_prob(records)) - lz)
+    return float(np.mean(_log_prob_fn(model, max_cells)(records)))
 
 
 def _log_prob_fn(model, max_cells):

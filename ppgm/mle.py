@@ -119,6 +119,7 @@ def fit_marginals(
     oracle: MarginalOracle | None = None,
     max_iter: int = 1000,
     tol: float = 1e-9,
+    check_targets: bool = True,
 ) -> FitResult:
     """Fit one log-potential table per target scope so that the model's marginals match the targets.
 
@@ -137,6 +138,9 @@ def fit_marginals(
         A prebuilt oracle for this structure (reuses its junction tree).
     max_iter, tol
         L-BFGS limits (``tol`` bounds the largest gradient entry, i.e. the marginal mismatch).
+    check_targets : bool
+        Require each target to be a probability table. ``False`` admits raw pseudo-marginals
+        (negative cells, totals other than one), for which only ``l2 > 0`` makes the fit exist.
 
     Examples
     --------
@@ -161,7 +165,9 @@ def fit_marginals(
     for i, t in enumerate(targets):
         if t.shape != P.shapes[i]:
             raise ValueError(f"targets[{i}]: scope {t.variables} needs shape {P.shapes[i]}, got {t.shape}")
-        if not np.all(np.isfinite(t.values)) or (t.values < 0).any() or abs(t.values.sum() - 1) > 1e-6:
+        if not np.all(np.isfinite(t.values)):
+            raise ValueError(f"targets[{i}]: the table over {t.variables} has NaN or infinite entries")
+        if check_targets and ((t.values < 0).any() or abs(t.values.sum() - 1) > 1e-6):
             raise ValueError(f"targets[{i}]: expected a probability table over {t.variables}")
     mu_hat = P.join([t.values for t in targets])
     if init is not None:
