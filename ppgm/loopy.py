@@ -177,7 +177,8 @@ def loopy_belief_propagation(
     bar.close()
 
     B = var_beliefs()
-    var_lb = [B[i, : cards[i]] - logsumexp(B[i, : cards[i]]) for i in range(n)]
+    LB = B - logsumexp(B, axis=1, keepdims=True)  # padded states stay -inf
+    var_lb = [LB[i, : cards[i]] for i in range(n)]
     vf = var_to_factor(B)
     factor_lb: list = [None] * len(model.factors)
     energy = 0.0
@@ -195,7 +196,5 @@ def loopy_belief_propagation(
         entropy -= float(np.sum(_xlogy(p, lb)))
         for row, fi in enumerate(g.members):
             factor_lb[fi] = Factor(model.factors[fi].variables, lb[row])
-    for i in range(n):
-        p = np.exp(var_lb[i])
-        entropy += (degree[i] - 1) * float(np.sum(_xlogy(p, var_lb[i])))
+    entropy += float((degree - 1) @ np.sum(_xlogy(np.exp(LB), LB), axis=1))
     return LoopyResult(factor_lb, var_lb, energy + entropy, converged, it, history)
