@@ -10,6 +10,7 @@ from .examples import dirichlet_chain_network, load_bif_example
 from .metrics import kl_divergence, total_variation
 from .private import CGMEstimator, NaiveMLEEstimator, NoisyFactor, NoisyTables, release_tables
 from .robust import RobustFilter
+from .mer import MERFit, ini, mer
 from ppgm.mechanisms import BudgetExceeded, GaussianMechanism, LaplaceMechanism, PrivacyAccountant
 from .models import (
     bayes_from_pgmpy,
@@ -31,6 +32,9 @@ __all__ = [
     "PrivacyAccountant",
     "release_tables",
     "RobustFilter",
+    "MERFit",
+    "ini",
+    "mer",
     "bayes_from_pgmpy",
     "bayes_to_pgmpy",
     "contingency_tables",

@@ -81,3 +81,67 @@ def random_bayesian_network(
         rows = dom.size(ps)
         cpts[v] = rng.dirichlet(np.full(cards[i], alpha), size=rows).reshape(dom.shape(ps) + (cards[i],))
     return BayesianNetwork(dom, parents, cpts)
+
+
+def gaussian_cycle(n_vars: int = 16, chords: int = 0, low: float = 0.25, high: float = 0.4, seed=None):
+    """Information matrix J of a Gaussian cycle (plus random chords), unit diagonal.
+
+    Off-diagonal entries have magnitude uniform in [low, high] and a random sign; the diagonal is
+    raised where needed so that J is diagonally dominant (hence positive definite), then J is scaled
+    to unit diagonal. Returns ``(J, edges)`` with edges as index pairs (i < j). This is the MER
+    paper's 16-node cycle for ``chords=0``.
+
+    Examples
+    --------
+    >>> J, edges = gaussian_cycle(5, seed=0)
+    >>> len(edges), bool(np.all(np.linalg.eigvalsh(J) > 0))
+    (5, True)
+    """
+    rng = as_generator(seed)
+    edges = {tuple(sorted((i, (i + 1) % n_vars))) for i in range(n_vars)}
+    pool = [e for e in itertools.combinations(range(n_vars), 2) if e not in edges]
+    if chords > len(pool):
+        raise ValueError(f"chords: at most {len(pool)} chords fit on {n_vars} variables, got {chords}")
+    for t in rng.choice(len(pool), size=chords, replace=False) if chords else []:
+        edges.add(pool[int(t)])
+    edges = sorted(edges)
+    J = np.zeros((n_vars, n_vars))
+    for i, j in edges:
+        J[i, j] = J[j, i] = rng.uniform(low, high) * rng.choice([-1.0, 1.0])
+    d = np.maximum(1.0, np.abs(J).sum(axis=1) + 0.1)
+    J[np.diag_indices(n_vars)] = d
+    s = 1 / np.sqrt(d)
+    return J * np.outer(s, s), edges
+
+
+def overlapping_sample_sets(cov: np.ndarray, windows=(3, 5), extra: int = 3, extra_size=(3, 5), n_range=(100, 1000), seed=None):
+    """Sample sets over windows of consecutive variables (cyclically) plus random subsets.
+
+    Windows of ``windows[0]..windows[1]`` consecutive indices start at 0 and tile the cycle with an
+    overlap of at least one variable; ``extra`` further sets pick ``extra_size`` variables at random.
+    Each set has N_k uniform in ``n_range`` rows drawn from N(0, cov) restricted to its variables.
+    Returns a list of ``(indices, rows)``.
+
+    Examples
+    --------
+    >>> sets = overlapping_sample_sets(np.eye(6), seed=0)
+    >>> sorted(set().union(*(set(ix) for ix, _ in sets))) == list(range(6))
+    True
+    """
+    rng = as_generator(seed)
+    n = cov.shape[0]
+    subsets, start = [], 0
+    while start < n:
+        w = int(rng.integers(windows[0], windows[1] + 1))
+        subsets.append([(start + t) % n for t in range(w)])
+        start += w - 1
+    for _ in range(extra):
+        size = int(rng.integers(extra_size[0], extra_size[1] + 1))
+        subsets.append(sorted(rng.choice(n, size=min(size, n), replace=False).tolist()))
+    out = []
+    for ix in subsets:
+        ix = sorted(set(ix))
+        m = int(rng.integers(n_range[0], n_range[1] + 1))
+        rows = rng.multivariate_normal(np.zeros(len(ix)), cov[np.ix_(ix, ix)], size=m)
+        out.append((ix, rows))
+    return out

@@ -1,0 +1,261 @@
+"""MER / INI from pandas sample sets: one DataFrame per set, its columns naming what it observed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Hashable, Mapping, Sequence
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+from pgmpy.factors.continuous import LinearGaussianCPD
+from pgmpy.models import DiscreteMarkovNetwork, LinearGaussianBayesianNetwork
+
+from ppgm.domain import Domain
+from ppgm.factor import Factor
+from ppgm.markov import MarkovNetwork
+from ppgm.mer import ConvexProgram, MERResult
+from ppgm.mer_discrete import GRAPH_TOL as DISCRETE_GRAPH_TOL
+from ppgm.mer_discrete import DiscreteMER
+from ppgm.mer_gaussian import GRAPH_TOL as GAUSSIAN_GRAPH_TOL
+from ppgm.mer_gaussian import GaussianMER
+from ppgm.sample_sets import SampleSet, pooled_counts, pooled_moments
+
+from .data import encode
+from .models import markov_to_pgmpy
+
+KINDS = ("gaussian", "discrete")
+
+
+@dataclass
+class MERFit(MERResult):
+    """A :class:`ppgm.mer.MERResult` with the domain it was fitted on and pgmpy exports.
+
+    ``fit.program`` is the compiled convex program: ``fit.refit(gamma=...)`` re-solves it at another
+    tolerance without rebuilding, and ``fit.problem`` is the cvxpy ``Problem`` of this solve.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(400, 3)); x[:, 1] += x[:, 0]; x[:, 2] -= x[:, 1]
+    >>> df = pd.DataFrame(x, columns=["a", "b", "c"])
+    >>> fit = mer([df[["a", "b"]].iloc[:200], df[["b", "c"]].iloc[200:]], gamma_ratio=2)
+    >>> fit.edges(), fit.refit(gamma_ratio=8).gamma == 4 * fit.gamma
+    ([('a', 'b'), ('b', 'c')], True)
+    """
+
+    domain: Domain | None = None
+    program_: ConvexProgram | None = None
+
+    @classmethod
+    def _wrap(cls, result: MERResult, domain, program) -> "MERFit":
+        return cls(**{f.name: getattr(result, f.name) for f in fields(MERResult)}, domain=domain, program_=program)
+
+    def refit(self, gamma: float | None = None, gamma_ratio: float | None = None, solver: str | None = None) -> "MERFit":
+        """MER on the same statistics at another ``gamma`` (or ``gamma_ratio`` times s~)."""
+        return MERFit._wrap(self.program_.mer(gamma, gamma_ratio, solver), self.domain, self.program_)
+
+    def constraints_frame(self) -> pd.DataFrame:
+        """The constraints as a DataFrame (scope, kind, n, dof, tolerance, divergence, dual, active)."""
+        return pd.DataFrame(self.constraints)
+
+    def to_markov_network(self) -> DiscreteMarkovNetwork:
+        """pgmpy ``DiscreteMarkovNetwork`` of a discrete fit: node factors and one factor per edge of
+        ``graph`` (weaker interactions are dropped, their additive parts kept in the node factors)."""
+        if self.kind != "discrete":
+            raise ValueError("to_markov_network: this is a Gaussian fit; use precision / to_linear_gaussian_bn")
+        return markov_to_pgmpy(self.engine_model())
+
+    def engine_model(self) -> MarkovNetwork:
+        """The fitted discrete model as an engine :class:`~ppgm.markov.MarkovNetwork`."""
+        keep = {frozenset(e) for e in self.graph.edges}
+        factors = [
+            Factor(scope, pot)
+            for scope, pot in self.log_potentials.items()
+            if len(scope) == 1 or frozenset(scope) in keep
+        ]
+        return MarkovNetwork(self.domain, factors)
+
+    def to_linear_gaussian_bn(self, order: Sequence[Hashable], tol: float = 1e-8) -> LinearGaussianBayesianNetwork:
+        """pgmpy ``LinearGaussianBayesianNetwork`` of a Gaussian fit along ``order``.
+
+        Each variable is regressed on its predecessors in ``order`` under the fitted covariance;
+        coefficients below ``tol`` in magnitude are dropped (they are zero where the order respects
+        the graph's separations). Its ``to_joint_gaussian()`` returns the fitted covariance.
+        """
+        if self.kind != "gaussian":
+            raise ValueError("to_linear_gaussian_bn: this is a discrete fit; use to_markov_network")
+        order = list(order)
+        if sorted(map(str, order)) != sorted(map(str, self.variables)) or len(order) != len(self.variables):
+            raise ValueError(f"order: expected a permutation of {list(self.variables)}, got {order}")
+        pos = {v: i for i, v in enumerate(self.variables)}
+        S = self.covariance
+        bn = LinearGaussianBayesianNetwork()
+        bn.add_nodes_from(order)
+        cpds = []
+        for t, v in enumerate(order):
+            i = pos[v]
+            pred = [pos[u] for u in order[:t]]
+            if pred:
+                beta = np.linalg.solve(S[np.ix_(pred, pred)], S[pred, i])
+                keep = np.abs(beta) > tol
+                parents = [self.variables[j] for j, k in zip(pred, keep) if k]
+                beta_k = beta[keep]
+                var = S[i, i] - S[i, pred] @ beta
+            else:
+                parents, beta_k, var = [], np.array([]), S[i, i]
+            for u in parents:
+                bn.add_edge(u, v)
+            intercept = self.means[v] - sum(b * self.means[u] for b, u in zip(beta_k, parents))
+            cpds.append(LinearGaussianCPD(v, [float(intercept), *map(float, beta_k)], float(np.sqrt(var)), parents))
+        bn.add_cpds(*cpds)
+        return bn
+
+
+def _sample_sets(samples: Sequence[pd.DataFrame]) -> list[pd.DataFrame]:
+    if isinstance(samples, pd.DataFrame):
+        samples = [samples]
+    samples = list(samples)
+    if not samples:
+        raise ValueError("samples: expected at least one DataFrame")
+    for k, df in enumerate(samples):
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"samples[{k}]: expected a pandas DataFrame, got {type(df).__name__}")
+        if len(df.columns) == 0:
+            raise ValueError(f"samples[{k}]: has no columns")
+    return samples
+
+
+def build_program(
+    samples: Sequence[pd.DataFrame],
+    kind: str = "gaussian",
+    p: float = 0.5,
+    edges: Sequence[Sequence[Hashable]] | None = None,
+    variables: Sequence[Hashable] | None = None,
+    state_names: Mapping | None = None,
+    graph_tol: float | None = None,
+    pseudo_count: float = 0.5,
+) -> tuple[ConvexProgram, Domain]:
+    """Pool the statistics of ``samples`` (Eqs. 5-6) and build the MER / INI program once.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame(rng.normal(size=(200, 2)), columns=["a", "b"])
+    >>> prog, domain = build_program([df])
+    >>> [d.scope for d in prog.divergences]
+    [('a',), ('b',), ('a', 'b')]
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    samples = _sample_sets(samples)
+    if variables is None:
+        variables = list(dict.fromkeys(c for df in samples for c in df.columns))
+    variables = tuple(variables)
+    if kind == "gaussian":
+        sets = []
+        for k, df in enumerate(samples):
+            numeric = df.apply(pd.to_numeric, errors="coerce")
+            if numeric.isna().any().any():
+                bad = numeric.columns[numeric.isna().any()].tolist()
+                raise ValueError(f"samples[{k}]: columns {bad} have missing or non-numeric values")
+            sets.append(SampleSet(tuple(df.columns), numeric.to_numpy(float)))
+        means, nodes, edge_stats = pooled_moments(sets, variables, edges)
+        tol = GAUSSIAN_GRAPH_TOL if graph_tol is None else graph_tol
+        return GaussianMER(variables, nodes, edge_stats, p=p, graph_tol=tol, means=means), Domain(variables, (1,) * len(variables))
+    names = dict(state_names or {})
+    states = {}
+    for v in variables:
+        if v in names:
+            states[v] = list(names[v])
+            continue
+        vals = pd.unique(pd.concat([df[v] for df in samples if v in df.columns], ignore_index=True).dropna())
+        try:
+            states[v] = sorted(vals)
+        except TypeError:
+            states[v] = sorted(vals, key=str)
+        if len(states[v]) < 2:
+            raise ValueError(f"samples: variable {v!r} is constant ({states[v]}); it carries no dependence to learn")
+    domain = Domain(variables, tuple(len(states[v]) for v in variables), states)
+    sets = []
+    for k, df in enumerate(samples):
+        unknown = [c for c in df.columns if c not in domain.variables]
+        if unknown:
+            raise ValueError(f"samples[{k}]: unknown variables {unknown}; expected names among {list(variables)}")
+        sub = Domain(tuple(df.columns), domain.shape(tuple(df.columns)), {c: states[c] for c in df.columns})
+        sets.append(SampleSet(tuple(df.columns), encode(df, sub)))
+    nodes, edge_stats = pooled_counts(sets, domain, edges)
+    tol = DISCRETE_GRAPH_TOL if graph_tol is None else graph_tol
+    return DiscreteMER(domain, nodes, edge_stats, p=p, pseudo_count=pseudo_count, graph_tol=tol), domain
+
+
+def mer(
+    samples: Sequence[pd.DataFrame],
+    kind: str = "gaussian",
+    gamma: float | None = None,
+    p: float = 0.5,
+    edges: Sequence[Sequence[Hashable]] | None = None,
+    solver: str | None = None,
+    gamma_ratio: float | None = None,
+    **kwargs,
+) -> MERFit:
+    """Maximum entropy relaxation: a sparse, globally consistent model of inconsistent sample sets.
+
+    Parameters
+    ----------
+    samples : sequence of pandas.DataFrame
+        One DataFrame per sample set; its columns name the variables it observed.
+    kind : {"gaussian", "discrete"}
+    gamma : float, optional
+        Tolerance scale: delta_v = gamma (k_v / N_v) ** p, delta_E = gamma (k_E / N_E) ** p with
+        k = 1 / 3 for a Gaussian node / pair and K_v - 1 / K_u K_v - 1 for discrete ones. Must be at
+        least INI's optimum s~ (else ``ValueError`` naming s~).
+    p : float
+        Tolerance exponent (the paper's p < 1).
+    edges : sequence of pairs, optional
+        Constraint edges; default every pair observed together in some set.
+    solver : str, optional
+        A cvxpy solver name; default Clarabel with ppgm's fallbacks (see :func:`ppgm.mer.solve`).
+    gamma_ratio : float, optional
+        gamma as a multiple of s~; with neither, the default rule of :func:`ppgm.mer.choose_gamma`
+        (stated in ``notes``).
+    **kwargs
+        ``variables``, ``state_names``, ``graph_tol``, ``pseudo_count`` (see :func:`build_program`).
+
+    Returns
+    -------
+    MERFit
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(500, 3)); x[:, 1] += x[:, 0]; x[:, 2] += x[:, 1]
+    >>> full = pd.DataFrame(x, columns=["a", "b", "c"])
+    >>> fit = mer([full[["a", "b"]].iloc[:250], full[["b", "c"]].iloc[250:]], gamma_ratio=4)
+    >>> fit.edges()
+    [('a', 'b'), ('b', 'c')]
+    """
+    program, domain = build_program(samples, kind, p, edges, **kwargs)
+    return MERFit._wrap(program.mer(gamma, gamma_ratio, solver), domain, program)
+
+
+def ini(
+    samples: Sequence[pd.DataFrame],
+    kind: str = "gaussian",
+    p: float = 0.5,
+    edges: Sequence[Sequence[Hashable]] | None = None,
+    solver: str | None = None,
+    **kwargs,
+) -> MERFit:
+    """Phase-I program INI: the smallest tolerance scale s~ at which MER is feasible, and the
+    consistent model that attains it (``fit.s_tilde``; ``fit.refit(gamma_ratio=...)`` then runs MER).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> full = pd.DataFrame(rng.normal(size=(400, 3)), columns=["a", "b", "c"])
+    >>> ini([full]).s_tilde < 1e-6   # one set observes everything: consistent statistics
+    True
+    """
+    program, domain = build_program(samples, kind, p, edges, **kwargs)
+    return MERFit._wrap(program.ini(solver), domain, program)

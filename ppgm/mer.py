@@ -1,0 +1,328 @@
+"""Maximum entropy relaxation (MER) and its phase-I program INI (Chandrasekaran, Johnson, Willsky 2007).
+
+Given node and edge statistics that may disagree on overlaps, MER maximises the entropy of a
+globally consistent model subject to one KL-divergence tolerance per statistic,
+
+    maximise H(eta)  subject to  D(eta_i || eta*_i) <= gamma * w_i,  w_i = (k_i / N_i) ** p,
+
+where k_i is the number of free moment parameters of statistic i and N_i its pooled sample size.
+INI is the same feasible set with gamma replaced by a variable s, minimised: its optimum s~ is the
+smallest gamma for which MER is feasible.
+
+Both programs are built once per data set as cvxpy problems on the junction tree of the
+triangulated constraint graph (one moment block per clique, consistent on separators), with gamma a
+cvxpy ``Parameter`` so that a sweep over gamma re-uses the compiled problem. The Gaussian and the
+discrete programs (:mod:`ppgm.mer_gaussian`, :mod:`ppgm.mer_discrete`) supply the moment variables,
+the entropy and the divergences; this module holds what they share: tolerances, the solver policy,
+the choice of gamma and the result.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import cvxpy as cp
+import networkx as nx
+import numpy as np
+from scipy import stats
+
+#: The documented default: gamma is this multiple of INI's optimum s~ (see :func:`choose_gamma`).
+DEFAULT_GAMMA_RATIO = 4.0
+#: Relative slack below which a constraint counts as active.
+ACTIVE_RTOL = 1e-4
+OPTIMAL = ("optimal",)
+
+
+@dataclass
+class Divergence:
+    """One tolerance constraint: the divergence of the model's marginal on ``scope`` from the data's."""
+
+    scope: tuple
+    kind: str
+    n: float
+    dof: int
+    expr: Any
+
+    def weight(self, p: float) -> float:
+        return (self.dof / self.n) ** p
+
+
+@dataclass
+class SolveReport:
+    """What the solver policy did: final status, solver, wall time, and every attempt's outcome."""
+
+    status: str
+    solver: str
+    seconds: float
+    attempts: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+
+def solve(problem: cp.Problem, solver: str | None = None, **options) -> SolveReport:
+    """Solve ``problem`` with ppgm's policy and say what happened.
+
+    With ``solver=None``: Clarabel; if it does not reach "optimal" (it can stall when the feasible
+    set is thin, e.g. gamma just above s~), Clarabel once more with shorter steps
+    (``max_step_fraction=0.8``) and more iterations; then SCS. Any status other than "optimal" is
+    reported in ``notes`` (an "optimal_inaccurate" answer is returned, never hidden). With an
+    explicit ``solver`` only that solver runs. Raises ``RuntimeError`` when no attempt produced a
+    solution.
+
+    Examples
+    --------
+    >>> x = cp.Variable()
+    >>> solve(cp.Problem(cp.Minimize(cp.square(x - 1)))).status
+    'optimal'
+    """
+    if solver is not None:
+        plan = [(solver, dict(options))]
+    else:
+        plan = [
+            ("CLARABEL", dict(options)),
+            ("CLARABEL", dict(options, max_step_fraction=0.8, max_iter=500)),
+            ("SCS", dict(eps=1e-7, max_iters=50_000)),
+        ]
+    attempts, start = [], time.perf_counter()
+    best = None
+    for name, opts in plan:
+        t0 = time.perf_counter()
+        try:
+            with warnings.catch_warnings():  # inaccuracy is reported in the notes instead
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+                problem.solve(solver=name, **opts)
+            status = problem.status
+        except cp.error.SolverError as exc:  # the solver gave up without a point
+            status = f"solver_error: {exc}"
+        attempts.append((name, opts, status, time.perf_counter() - t0))
+        if status in OPTIMAL:
+            best = (name, status)
+            break
+        if status == "optimal_inaccurate" and best is None:
+            best = (name, status)
+        if status in ("infeasible", "unbounded"):
+            break
+    report = SolveReport(status="", solver="", seconds=time.perf_counter() - start, attempts=attempts)
+    if best is None:
+        raise RuntimeError(f"no solver reached a solution: {[(a[0], a[2]) for a in attempts]}")
+    if best[1] == "optimal_inaccurate" and problem.status != "optimal_inaccurate":
+        # a later attempt failed after an inaccurate one: re-run the inaccurate one to restore its point
+        name = best[0]
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            problem.solve(solver=name, **[o for n, o, *_ in attempts if n == name][0])
+    report.status, report.solver = problem.status, best[0]
+    if len(attempts) > 1:
+        report.notes.append("solver attempts: " + ", ".join(f"{a[0]} -> {a[2]}" for a in attempts))
+    if report.status != "optimal":
+        report.notes.append(f"{report.solver} returned {report.status!r}: the solution is less accurate than requested")
+    return report
+
+
+class ConvexProgram:
+    """Shared machinery of the Gaussian and discrete MER / INI programs.
+
+    Subclasses set ``variables``, ``divergences`` (list of :class:`Divergence`), ``structure`` (the
+    constraints that make the moments a consistent model), ``entropy`` (a concave cvxpy expression)
+    and implement ``_moments()`` and ``_finish(result)``.
+    """
+
+    kind = ""
+
+    def _setup(self, p: float) -> None:
+        if not (0 < p <= 1):
+            raise ValueError(f"p: expected an exponent in (0, 1], got {p!r}")
+        self.p = float(p)
+        self.weights = np.array([d.weight(self.p) for d in self.divergences])
+        self.gamma = cp.Parameter(nonneg=True, name="gamma")
+        self.s = cp.Variable(nonneg=True, name="s")
+        self._div = [d.expr for d in self.divergences]
+        self.tolerance_constraints = [e <= self.gamma * w for e, w in zip(self._div, self.weights)]
+        self.mer_problem = cp.Problem(cp.Maximize(self.entropy), self.structure + self.tolerance_constraints)
+        self._ini_constraints = [e <= self.s * w for e, w in zip(self._div, self.weights)]
+        self.ini_problem = cp.Problem(cp.Minimize(self.s), self.structure + self._ini_constraints)
+        self._s_tilde = None
+
+    # ----------------------------------------------------------------------------------------------
+    def ini(self, solver: str | None = None, **options) -> "MERResult":
+        """Solve INI: the smallest tolerance scale s~ for which the statistics admit a consistent model."""
+        report = solve(self.ini_problem, solver, **options)
+        s_tilde = max(float(self.s.value), 0.0)
+        self._s_tilde = s_tilde
+        duals = np.array([c.dual_value if c.dual_value is not None else np.nan for c in self._ini_constraints], float)
+        return self._result("ini", s_tilde, s_tilde, report, self.ini_problem, duals)
+
+    def s_tilde(self, solver: str | None = None) -> float:
+        if self._s_tilde is None:
+            self.ini(solver)
+        return self._s_tilde
+
+    def mer(
+        self,
+        gamma: float | None = None,
+        gamma_ratio: float | None = None,
+        solver: str | None = None,
+        **options,
+    ) -> "MERResult":
+        """Solve MER at ``gamma`` (or ``gamma_ratio * s~``, or the default rule of :func:`choose_gamma`)."""
+        s_tilde = self.s_tilde(solver)
+        gamma, rule = choose_gamma(s_tilde, gamma, gamma_ratio)
+        self.gamma.value = gamma
+        report = solve(self.mer_problem, solver, **options)
+        if report.status in ("infeasible", "infeasible_inaccurate"):
+            raise RuntimeError(f"MER reported {report.status} at gamma={gamma:.6g} although INI gave s~={s_tilde:.6g}")
+        duals = np.array([c.dual_value if c.dual_value is not None else np.nan for c in self.tolerance_constraints], float)
+        result = self._result("mer", gamma, s_tilde, report, self.mer_problem, duals)
+        result.notes.insert(0, rule)
+        return result
+
+    # ----------------------------------------------------------------------------------------------
+    def _result(self, program: str, gamma: float, s_tilde: float, report: SolveReport, problem, duals) -> "MERResult":
+        values = np.array([float(e.value) for e in self._div])
+        tol = gamma * self.weights
+        active = values >= tol * (1 - ACTIVE_RTOL) - 1e-12
+        table = [
+            dict(scope=d.scope, kind=d.kind, n=d.n, dof=d.dof, tolerance=t, divergence=v, dual=y, active=bool(a))
+            for d, t, v, y, a in zip(self.divergences, tol, values, duals, active)
+        ]
+        result = MERResult(
+            kind=self.kind,
+            program=program,
+            variables=tuple(self.variables),
+            gamma=gamma,
+            s_tilde=s_tilde,
+            p=self.p,
+            constraints=table,
+            status=report.status,
+            solver=report.solver,
+            solve_seconds=report.seconds,
+            problem=problem,
+            notes=list(report.notes),
+        )
+        self._finish(result)
+        return result
+
+
+def choose_gamma(s_tilde: float, gamma: float | None, gamma_ratio: float | None) -> tuple[float, str]:
+    """The gamma MER uses, and a sentence saying where it came from.
+
+    ``gamma`` wins; else ``gamma_ratio * s~``; else the default rule: ``DEFAULT_GAMMA_RATIO * s~``
+    (4 s~: on the paper's 16-node cycle the exact cycle is recovered from about 2 s~ to beyond
+    40 s~, see ``benchmarks/RESULTS.md``), and, when the statistics are consistent (s~ = 0, e.g.
+    every set observed every variable), the gamma at which an edge with k = 3 free parameters
+    observed N = 1000 times gets the 95% quantile of chi2(3) / (2N), the asymptotic law of the KL
+    between empirical and true moments, as its tolerance. Raises ``ValueError`` when the request is
+    infeasible (gamma < s~).
+
+    Examples
+    --------
+    >>> choose_gamma(0.5, None, 2.0)[0]
+    1.0
+    """
+    if gamma is not None:
+        if not np.isfinite(gamma) or gamma < 0:
+            raise ValueError(f"gamma: expected a non-negative number, got {gamma!r}")
+        if gamma < s_tilde * (1 - 1e-9):
+            raise ValueError(
+                f"gamma: {gamma:.6g} is below INI's optimum s~ = {s_tilde:.6g}, so MER is infeasible; "
+                f"use gamma > s~ (or gamma_ratio > 1)"
+            )
+        return float(gamma), f"gamma = {gamma:.6g} as given (s~ = {s_tilde:.6g}, ratio {gamma / s_tilde if s_tilde else np.inf:.3g})"
+    if gamma_ratio is not None:
+        if not np.isfinite(gamma_ratio) or gamma_ratio < 1:
+            raise ValueError(f"gamma_ratio: expected a ratio >= 1 to INI's optimum s~, got {gamma_ratio!r}")
+        if s_tilde == 0:
+            raise ValueError("gamma_ratio: INI's optimum s~ is 0 (consistent statistics); give gamma instead")
+        return float(gamma_ratio * s_tilde), f"gamma = {gamma_ratio:g} x s~ = {gamma_ratio * s_tilde:.6g}"
+    if s_tilde > 1e-6:  # below this, solver noise around a consistent set of statistics
+        g = DEFAULT_GAMMA_RATIO * s_tilde
+        return g, f"gamma = {DEFAULT_GAMMA_RATIO:g} x s~ = {g:.6g} (default rule)"
+    n, k = 1000.0, 3
+    g = stats.chi2.ppf(0.95, k) / (2 * n) / (k / n) ** 0.5
+    return float(g), f"gamma = {g:.6g}: statistics consistent (s~ = 0), chi-square rule (default)"
+
+
+@dataclass
+class MERResult:
+    """What MER or INI found.
+
+    Attributes
+    ----------
+    kind : {"gaussian", "discrete"}
+    program : {"mer", "ini"}
+    gamma, s_tilde, p : float
+        The tolerance scale used (s~ itself for INI), INI's optimum, the exponent p.
+    constraints : list of dict
+        One row per statistic: scope, kind (node / edge), n, dof, tolerance, divergence at the
+        solution, dual value, active.
+    graph : networkx.Graph
+        Edges read from the fitted parameters (partial correlations, or the pairwise interaction of
+        the log-potentials) above ``graph_tol``; nodes are the variables.
+    entropy : float
+        Entropy of the fitted model (nats; differential entropy for Gaussians).
+    status, solver, solve_seconds, problem, notes
+        The solver's final status and name, the wall time of the solve, the cvxpy ``Problem`` (change
+        it and call ``problem.solve`` again), and remarks (gamma rule, solver fallbacks, inaccuracy).
+    covariance, precision, means : numpy arrays / dict (Gaussian)
+    marginals, log_potentials : dict (discrete)
+        Fitted clique marginals of the junction tree; node and edge log-potentials of the
+        equivalent pairwise model (from the dual values).
+    """
+
+    kind: str
+    program: str
+    variables: tuple
+    gamma: float
+    s_tilde: float
+    p: float
+    constraints: list
+    status: str
+    solver: str
+    solve_seconds: float
+    problem: Any
+    notes: list
+    graph: nx.Graph = None
+    graph_tol: float = 0.0
+    entropy: float = float("nan")
+    covariance: np.ndarray | None = None
+    precision: np.ndarray | None = None
+    means: dict | None = None
+    marginals: dict | None = None
+    log_potentials: dict | None = None
+
+    @property
+    def active(self) -> list[tuple]:
+        """Scopes of the constraints met with equality."""
+        return [c["scope"] for c in self.constraints if c["active"]]
+
+    @property
+    def active_edges(self) -> list[tuple]:
+        return [c["scope"] for c in self.constraints if c["active"] and c["kind"] == "edge"]
+
+    def edges(self) -> list[tuple]:
+        """Edges of ``graph`` as sorted pairs in variable order."""
+        pos = {v: i for i, v in enumerate(self.variables)}
+        return sorted(tuple(sorted(e, key=pos.get)) for e in self.graph.edges)
+
+    def summary(self) -> str:
+        return (
+            f"{self.program.upper()} ({self.kind}): gamma={self.gamma:.4g} (s~={self.s_tilde:.4g}), "
+            f"entropy={self.entropy:.4f}, {len(self.active)} active constraints, "
+            f"{self.graph.number_of_edges()} edges, {self.solver} {self.status} in {self.solve_seconds:.2f}s"
+        )
+
+
+def precision_recall(found: Sequence[tuple], truth: Sequence[tuple]) -> tuple[float, float]:
+    """Precision and recall of an edge set against the true one (edges as unordered pairs).
+
+    Examples
+    --------
+    >>> precision_recall([("a", "b"), ("b", "c")], [("b", "a")])
+    (0.5, 1.0)
+    """
+    f = {frozenset(e) for e in found}
+    t = {frozenset(e) for e in truth}
+    hit = len(f & t)
+    return (hit / len(f) if f else 1.0), (hit / len(t) if t else 1.0)

@@ -1,0 +1,173 @@
+"""The Gaussian MER / INI program on a junction tree of covariance blocks.
+
+Moments are the entries of the covariance P on the chordal completion of the constraint graph (a
+single vector variable; each clique's block is a symmetric reshape of it, so blocks agree on
+separators by construction). The entropy of the maximum-determinant completion is
+
+    log det P_root + sum over other cliques C of log det(P_R - P_RS P_S^-1 P_SR),   R = C minus S,
+
+written DCP-compliantly with one variable T_C per clique and the linear matrix inequality
+[[P_S, P_SR], [P_RS, P_R - T_C]] >= 0 (T_C is then at most the Schur complement), maximising
+log det T_C. Every cone is clique-sized: no dense n x n log-det. The maximum-entropy solution is
+Markov on the constraint graph, so the chordal restriction is exact.
+"""
+
+from __future__ import annotations
+
+from typing import Hashable, Sequence
+
+import cvxpy as cp
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+
+from .domain import Domain
+from .junction_tree import JunctionTree
+from .mer import ConvexProgram, Divergence, MERResult
+from .sample_sets import Moments
+
+#: Partial-correlation magnitude above which an entry of the information matrix is an edge.
+GRAPH_TOL = 0.02
+
+
+def _log_det_2x2(a, b, c):
+    """log(a c - b^2) as log a + log(c - b^2 / a): concave and DCP (needs a > 0)."""
+    # (the reshape works around cvxpy 1.9 giving quad_over_lin's epigraph variable shape (1,))
+    return cp.log(a) + cp.sum(cp.log(cp.reshape(c - cp.quad_over_lin(b, a), (1,), order="C")))
+
+
+class GaussianMER(ConvexProgram):
+    """MER / INI for zero-mean Gaussian models from node variances and edge covariances.
+
+    Parameters
+    ----------
+    variables : sequence of hashable
+    nodes : sequence of Moments
+        One 1 x 1 second moment per variable (k = 1 free parameter).
+    edges : sequence of Moments
+        One 2 x 2 block per constraint edge (k = 3 free parameters, as in the paper).
+    p : float
+        Tolerance exponent in delta = gamma (k / N) ** p.
+    graph_tol : float
+        Partial correlations at or below this magnitude are read as no edge.
+
+    Examples
+    --------
+    >>> from ppgm.sample_sets import Moments
+    >>> nodes = [Moments((v,), np.eye(1), 100) for v in "abc"]
+    >>> edges = [Moments(("a", "b"), [[1, .5], [.5, 1]], 100), Moments(("b", "c"), [[1, .5], [.5, 1]], 100)]
+    >>> res = GaussianMER("abc", nodes, edges).mer(gamma=0.01)
+    >>> res.edges()
+    [('a', 'b'), ('b', 'c')]
+    """
+
+    kind = "gaussian"
+
+    def __init__(
+        self,
+        variables: Sequence[Hashable],
+        nodes: Sequence[Moments],
+        edges: Sequence[Moments],
+        p: float = 0.5,
+        graph_tol: float = GRAPH_TOL,
+        means: dict | None = None,
+    ) -> None:
+        self.variables = tuple(variables)
+        n = len(self.variables)
+        pos = {v: i for i, v in enumerate(self.variables)}
+        self.graph_tol = float(graph_tol)
+        self.means = dict(means) if means is not None else {v: 0.0 for v in self.variables}
+        domain = Domain(self.variables, (2,) * n)
+        self.tree = JunctionTree.build(domain, [m.variables for m in edges] + [(v,) for v in self.variables], max_cells=None)
+        # one scalar per entry (i <= j) of the chordal pattern
+        index: dict = {}
+        for clique in self.tree.cliques:
+            ids = [pos[v] for v in clique]
+            for a in ids:
+                for b in ids:
+                    if a <= b:
+                        index.setdefault((a, b), len(index))
+        self.index = index
+        self.x = cp.Variable(len(index), name="covariance_entries")
+        self.blocks = [self._block([pos[v] for v in c]) for c in self.tree.cliques]
+        entropy = 0
+        structure = []
+        for i in self.tree.order:
+            clique, sep = self.tree.cliques[i], set(self.tree.separators[i])
+            block = self.blocks[i]
+            if not sep:
+                entropy = entropy + cp.log_det(block) if len(clique) > 1 else entropy + cp.log(block[0, 0])
+                continue
+            rest = [a for a, v in enumerate(clique) if v not in sep]
+            r = len(rest)
+            T = cp.Variable((r, r), symmetric=True, name=f"schur_{i}") if r > 1 else cp.Variable((1, 1), name=f"schur_{i}")
+            E = np.zeros((len(clique), r))
+            E[rest, range(r)] = 1.0
+            structure.append(block - E @ T @ E.T >> 0)
+            entropy = entropy + (cp.log_det(T) if r > 1 else cp.log(T[0, 0]))
+        self.entropy = entropy
+        self.structure = structure
+        self.divergences = []
+        for m in nodes:
+            (v,) = m.variables
+            q = float(m.covariance[0, 0])
+            pv = self._entry(pos[v], pos[v])
+            expr = 0.5 * (pv / q - cp.log(pv) + np.log(q) - 1)
+            self.divergences.append(Divergence(m.variables, "node", m.n, 1, expr))
+        for m in edges:
+            i, j = (pos[v] for v in m.variables)
+            Q = m.covariance if i < j else m.covariance[::-1, ::-1]
+            i, j = min(i, j), max(i, j)
+            Qi = np.linalg.inv(Q)
+            a, b, c = self._entry(i, i), self._entry(i, j), self._entry(j, j)
+            trace = Qi[0, 0] * a + 2 * Qi[0, 1] * b + Qi[1, 1] * c
+            expr = 0.5 * (trace - _log_det_2x2(a, b, c) + np.linalg.slogdet(Q)[1] - 2)
+            self.divergences.append(Divergence(tuple(self.variables[t] for t in (i, j)), "edge", m.n, 3, expr))
+        self._setup(p)
+
+    @classmethod
+    def from_moments(cls, means: dict, nodes, edges, **kwargs) -> "GaussianMER":
+        variables = [m.variables[0] for m in nodes]
+        return cls(variables, nodes, edges, means=means, **kwargs)
+
+    def _entry(self, a: int, b: int):
+        return self.x[self.index[(min(a, b), max(a, b))]]
+
+    def _block(self, ids: list[int]):
+        k = len(ids)
+        rows, cols = [], []
+        for r, a in enumerate(ids):
+            for c, b in enumerate(ids):
+                rows.append(r * k + c)
+                cols.append(self.index[(min(a, b), max(a, b))])
+        M = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(k * k, len(self.index)))
+        block = cp.reshape(M @ self.x, (k, k), order="C")
+        return (block + block.T) / 2
+
+    # ----------------------------------------------------------------------------------------------
+    def _finish(self, result: MERResult) -> None:
+        n = len(self.variables)
+        pos = {v: i for i, v in enumerate(self.variables)}
+        x = self.x.value
+        J = np.zeros((n, n))
+        logdet = 0.0
+        for clique, sep in zip(self.tree.cliques, self.tree.separators):
+            for scope, sign in ((clique, 1.0), (sep, -1.0)):
+                if not scope:
+                    continue
+                ids = [pos[v] for v in scope]
+                block = np.array([[x[self.index[(min(a, b), max(a, b))]] for b in ids] for a in ids])
+                J[np.ix_(ids, ids)] += sign * np.linalg.inv(block)
+                logdet += sign * np.linalg.slogdet(block)[1]
+        J = (J + J.T) / 2
+        result.precision = J
+        result.covariance = np.linalg.inv(J)
+        result.means = dict(self.means)
+        result.entropy = 0.5 * (logdet + n * np.log(2 * np.pi * np.e))
+        d = np.sqrt(np.diag(J))
+        partial = -J / np.outer(d, d)
+        g = nx.Graph()
+        g.add_nodes_from(self.variables)
+        iu, ju = np.nonzero(np.triu(np.abs(partial) > self.graph_tol, 1))
+        g.add_edges_from((self.variables[a], self.variables[b], {"partial_correlation": float(partial[a, b])}) for a, b in zip(iu, ju))
+        result.graph, result.graph_tol = g, self.graph_tol

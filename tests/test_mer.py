@@ -1,0 +1,205 @@
+"""MER / INI engine: the junction-tree programs against dense / full-joint programs written
+independently here, sparsity (Theorem 1), s~, errors."""
+
+import itertools
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from ppgm import Domain, Factor, MarkovNetwork
+from ppgm.mer import choose_gamma, precision_recall, solve
+from ppgm.mer_discrete import DiscreteMER
+from ppgm.mer_gaussian import GaussianMER
+from ppgm.random_models import gaussian_cycle, overlapping_sample_sets
+from ppgm.sample_sets import SampleSet, pooled_counts, pooled_moments
+from ppgm.sampling import sample
+
+
+def _gaussian_program(n=7, seed=0, extra=1, **kw):
+    J, edges = gaussian_cycle(n, seed=seed)
+    sets = overlapping_sample_sets(np.linalg.inv(J), extra=extra, seed=seed + 1)
+    names = [f"x{i}" for i in range(n)]
+    ss = [SampleSet([names[i] for i in ix], rows) for ix, rows in sets]
+    means, nodes, eds = pooled_moments(ss, names)
+    return GaussianMER(names, nodes, eds, means=means, **kw), nodes, eds, edges
+
+
+def _dense_gaussian(names, nodes, eds, p, gamma=None):
+    """The same program with one dense n x n covariance and log_det (the form we avoid at scale)."""
+    n = len(names)
+    pos = {v: i for i, v in enumerate(names)}
+    P = cp.Variable((n, n), PSD=True)
+    s = cp.Variable(nonneg=True)
+    cons = []
+    for m in nodes:
+        i = pos[m.variables[0]]
+        q = m.covariance[0, 0]
+        d = 0.5 * (P[i, i] / q - cp.log(P[i, i]) + np.log(q) - 1)
+        cons.append(d <= (gamma if gamma is not None else s) * (1 / m.n) ** p)
+    for m in eds:
+        ix = [pos[v] for v in m.variables]
+        Pe = P[np.ix_(ix, ix)] if False else cp.bmat([[P[ix[0], ix[0]], P[ix[0], ix[1]]], [P[ix[1], ix[0]], P[ix[1], ix[1]]]])
+        Qi = np.linalg.inv(m.covariance)
+        d = 0.5 * (cp.trace(Qi @ Pe) - cp.log_det((Pe + Pe.T) / 2) + np.linalg.slogdet(m.covariance)[1] - 2)
+        cons.append(d <= (gamma if gamma is not None else s) * (3 / m.n) ** p)
+    if gamma is None:
+        prob = cp.Problem(cp.Minimize(s), cons)
+    else:
+        prob = cp.Problem(cp.Maximize(cp.log_det(P)), cons)
+    prob.solve(solver="CLARABEL")
+    return prob, P.value, s.value
+
+
+def test_programs_are_dcp_and_dpp():
+    prog, *_ = _gaussian_program()
+    assert prog.mer_problem.is_dcp() and prog.mer_problem.is_dpp() and prog.ini_problem.is_dcp()
+    dprog, *_ = _discrete_program()
+    assert dprog.mer_problem.is_dcp() and dprog.mer_problem.is_dpp() and dprog.ini_problem.is_dcp()
+
+
+def test_gaussian_junction_tree_form_matches_dense_form():
+    prog, nodes, eds, _ = _gaussian_program()
+    ini = prog.ini()
+    _, _, s_dense = _dense_gaussian(prog.variables, nodes, eds, prog.p)
+    assert ini.s_tilde == pytest.approx(s_dense, rel=1e-4)
+    res = prog.mer(gamma_ratio=3)
+    prob, P, _ = _dense_gaussian(prog.variables, nodes, eds, prog.p, gamma=res.gamma)
+    assert prob.status == "optimal"
+    n = len(prog.variables)
+    assert res.entropy == pytest.approx(0.5 * (np.linalg.slogdet(P)[1] + n * np.log(2 * np.pi * np.e)), abs=1e-5)
+    np.testing.assert_allclose(res.covariance, P, atol=2e-4)
+
+
+def test_gaussian_solution_is_markov_on_the_constraint_graph():
+    prog, nodes, eds, _ = _gaussian_program(n=9, extra=0)
+    res = prog.mer(gamma_ratio=2)
+    J = res.precision
+    allowed = {frozenset(m.variables) for m in eds}
+    scale = np.sqrt(np.outer(np.diag(J), np.diag(J)))
+    for i, j in itertools.combinations(range(len(prog.variables)), 2):
+        if frozenset((prog.variables[i], prog.variables[j])) not in allowed:
+            assert abs(J[i, j]) / scale[i, j] < 1e-6
+    # and on the active constraints alone (Theorem 1)
+    active = {frozenset(e) for e in res.active_edges}
+    for i, j in itertools.combinations(range(len(prog.variables)), 2):
+        if frozenset((prog.variables[i], prog.variables[j])) not in active:
+            assert abs(J[i, j]) / scale[i, j] < 1e-4
+
+
+def test_consistent_statistics_give_zero_s_tilde_and_mer_keeps_the_graph():
+    J, edges = gaussian_cycle(6, seed=3)
+    rows = np.random.default_rng(0).multivariate_normal(np.zeros(6), np.linalg.inv(J), size=4000)
+    names = [f"x{i}" for i in range(6)]
+    means, nodes, eds = pooled_moments([SampleSet(names, rows)], names)
+    prog = GaussianMER(names, nodes, eds, means=means)
+    assert prog.ini().s_tilde < 1e-6
+    res = prog.mer()  # default rule for consistent statistics
+    assert "consistent" in res.notes[0]
+    assert precision_recall(res.edges(), [(names[i], names[j]) for i, j in edges]) == (1.0, 1.0)
+
+
+def test_infeasible_gamma_names_s_tilde():
+    prog, *_ = _gaussian_program()
+    s = prog.s_tilde()
+    with pytest.raises(ValueError, match="s~"):
+        prog.mer(gamma=0.5 * s)
+    with pytest.raises(ValueError, match="gamma_ratio"):
+        prog.mer(gamma_ratio=0.5)
+    with pytest.raises(ValueError, match="p"):
+        _gaussian_program(p=1.5)
+
+
+def test_choose_gamma_rule():
+    assert choose_gamma(0.1, None, None)[0] == pytest.approx(0.4)
+    assert choose_gamma(0.1, 0.3, None) == (0.3, choose_gamma(0.1, 0.3, None)[1])
+
+
+def test_solver_fallback_is_reported():
+    x = cp.Variable(3)
+    prob = cp.Problem(cp.Maximize(cp.sum(cp.entr(x))), [cp.sum(x) == 1, x[0] >= 0.5])
+    report = solve(prob, max_iter=2)
+    assert report.status == "optimal" and "CLARABEL -> user_limit" in report.notes[0]
+    np.testing.assert_allclose(x.value, [0.5, 0.25, 0.25], atol=1e-4)
+    report = solve(prob, solver="SCS")
+    assert report.solver == "SCS" and len(report.attempts) == 1
+
+
+# --------------------------------------------------------------------------------------------------
+def _discrete_program(seed=0, n=5, windows=((0, 1, 2), (2, 3, 4), (4, 0), (1, 3)), **kw):
+    rng = np.random.default_rng(seed)
+    names = tuple(f"v{i}" for i in range(n))
+    dom = Domain(names, (2,) * n)
+    fs = [Factor((names[i], names[(i + 1) % n]), np.array([[0.8, -0.8], [-0.8, 0.8]]) * rng.choice([-1, 1])) for i in range(n)]
+    mn = MarkovNetwork(dom, fs)
+    sets = [SampleSet([names[i] for i in w], sample(mn, int(rng.integers(200, 600)), seed=seed + t)[:, list(w)]) for t, w in enumerate(windows)]
+    nodes, eds = pooled_counts(sets, dom)
+    return DiscreteMER(dom, nodes, eds, **kw), nodes, eds
+
+
+def _full_joint(prog, nodes, eds, gamma=None):
+    """MER / INI over the full joint table (2^n cells): the brute-force reference."""
+    dom = prog.domain
+    X = np.array(list(itertools.product(*[range(c) for c in dom.cards])))
+    p = cp.Variable(len(X), nonneg=True)
+    s = cp.Variable(nonneg=True)
+    cons = [cp.sum(p) == 1]
+    for m in list(nodes) + list(eds):
+        idx = [dom.index(v) for v in m.variables]
+        cells = np.ravel_multi_index(tuple(X[:, idx].T), m.shape)
+        A = np.zeros((int(np.prod(m.shape)), len(X)))
+        A[cells, np.arange(len(X))] = 1
+        q = (m.values.ravel() + prog.pseudo_count) / (m.values.sum() + prog.pseudo_count * m.values.size)
+        w = ((m.values.size - 1) / m.n) ** prog.p
+        cons.append(cp.sum(cp.rel_entr(A @ p, q)) <= (gamma if gamma is not None else s) * w)
+    prob = cp.Problem(cp.Minimize(s) if gamma is None else cp.Maximize(cp.sum(cp.entr(p))), cons)
+    prob.solve(solver="CLARABEL")
+    return prob, p.value, X
+
+
+def test_discrete_junction_tree_form_matches_full_joint_by_brute_force():
+    prog, nodes, eds = _discrete_program()
+    ini = prog.ini()
+    _, _, _ = _full_joint(prog, nodes, eds)
+    prob_ini, _, _ = _full_joint(prog, nodes, eds)
+    assert ini.s_tilde == pytest.approx(prob_ini.value, rel=1e-4)
+    res = prog.mer(gamma_ratio=3)
+    prob, pj, X = _full_joint(prog, nodes, eds, gamma=res.gamma)
+    assert res.entropy == pytest.approx(prob.value, abs=1e-5)
+    for scope, table in res.marginals.items():
+        idx = [prog.domain.index(v) for v in scope]
+        ref = np.zeros(table.size)
+        np.add.at(ref, np.ravel_multi_index(tuple(X[:, idx].T), table.shape), pj)
+        np.testing.assert_allclose(table.ravel(), ref, atol=2e-5)
+    # the pairwise model read from the duals is the fitted joint
+    logp = np.zeros(len(X))
+    for scope, pot in res.log_potentials.items():
+        logp += pot[tuple(X[:, [prog.domain.index(v) for v in scope]].T)]
+    logp -= np.logaddexp.reduce(logp)
+    np.testing.assert_allclose(np.exp(logp), pj, atol=1e-4)
+
+
+def test_discrete_graph_and_errors():
+    prog, nodes, eds = _discrete_program(seed=1, n=6, windows=((0, 1, 2, 3), (3, 4, 5, 0)))
+    res = prog.mer(gamma_ratio=20)
+    truth = [(f"v{i}", f"v{(i + 1) % 6}") for i in range(6)]
+    assert precision_recall(res.edges(), truth)[1] == 1.0
+    with pytest.raises(ValueError, match="pseudo_count"):
+        DiscreteMER(prog.domain, nodes, eds, pseudo_count=0)
+
+
+def test_sample_set_errors():
+    rng = np.random.default_rng(0)
+    a = SampleSet(("a", "b"), rng.normal(size=(50, 2)))
+    with pytest.raises(ValueError, match="unknown variables"):
+        pooled_moments([a], ("a",))
+    with pytest.raises(ValueError, match="not observed"):
+        pooled_moments([a], ("a", "b", "c"))
+    with pytest.raises(ValueError, match="never observed jointly"):
+        pooled_moments([a, SampleSet(("c",), rng.normal(size=(5, 1)))], ("a", "b", "c"), edges=[("a", "c")])
+    with pytest.raises(ValueError, match="constant column"):
+        pooled_moments([SampleSet(("a", "b"), np.c_[np.ones(10), rng.normal(size=10)])], ("a", "b"))
+    with pytest.raises(ValueError, match="at least 2"):
+        pooled_moments([SampleSet(("a", "b"), rng.normal(size=(1, 2)))], ("a", "b"))
+    with pytest.raises(ValueError, match="shape"):
+        SampleSet(("a", "b"), np.zeros((3, 3)))
