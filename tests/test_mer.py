@@ -111,7 +111,7 @@ def test_infeasible_gamma_names_s_tilde():
 
 
 def test_choose_gamma_rule():
-    assert choose_gamma(0.1, None, None)[0] == pytest.approx(0.4)
+    assert choose_gamma(0.1, None, None)[0] == pytest.approx(1.0)
     assert choose_gamma(0.1, 0.3, None) == (0.3, choose_gamma(0.1, 0.3, None)[1])
 
 
