@@ -160,12 +160,40 @@ def _private_step(rng: np.random.Generator) -> list[str]:
     ]
 
 
+def _mer_step(rng: np.random.Generator) -> list[str]:
+    import pandas as pd
+
+    from ppgm.mer import precision_recall
+    from ppgm.random_models import gaussian_cycle, overlapping_sample_sets
+
+    from . import mer
+
+    J, edges = gaussian_cycle(16, seed=rng)
+    sets = overlapping_sample_sets(np.linalg.inv(J), seed=rng)
+    frames = [pd.DataFrame(rows, columns=[f"x{i}" for i in ix]) for ix, rows in sets]
+    truth = [(f"x{i}", f"x{j}") for i, j in edges]
+    t0 = time.perf_counter()
+    fit = mer(frames, kind="gaussian")
+    t_fit = time.perf_counter() - t0
+    pr, rc = precision_recall(fit.edges(), truth)
+    n_constraint = sum(1 for c in fit.constraints if c["kind"] == "edge")
+    return [
+        f"16-node Gaussian cycle seen through {len(frames)} overlapping sample sets "
+        f"({sum(len(f) for f in frames):,} rows, {n_constraint} pairs observed together, inconsistent on overlaps)",
+        f"INI: s~ = {fit.s_tilde:.4f}; MER at {fit.notes[0]}: entropy {fit.entropy:.2f} nats, "
+        f"{len(fit.active)} active constraints",
+        f"graph: {fit.graph.number_of_edges()} edges, precision {pr:.2f}, recall {rc:.2f} against the true cycle "
+        f"({fit.solver} {fit.status}, {t_fit:.1f} s for pooling, INI and MER)",
+    ]
+
+
 STEPS: list[tuple[str, Callable[[np.random.Generator], list[str]]]] = [
     ("Exact inference on pgmpy models (LogBeliefPropagation)", _inference_step),
     ("Sampling, KL and total variation (ALARM)", _sampling_step),
     ("Loopy belief propagation with automatic fallback", _loopy_step),
     ("Robust CPTs from adversarially corrupted records (eigenvector filter)", _robust_step),
     ("Markov networks from differentially private tables (naive MLE vs CGM-EM)", _private_step),
+    ("A sparse consistent model from inconsistent sample sets (INI + MER, cvxpy)", _mer_step),
 ]
 
 

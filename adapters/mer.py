@@ -31,8 +31,11 @@ KINDS = ("gaussian", "discrete")
 class MERFit(MERResult):
     """A :class:`ppgm.mer.MERResult` with the domain it was fitted on and pgmpy exports.
 
-    ``fit.program`` is the compiled convex program: ``fit.refit(gamma=...)`` re-solves it at another
-    tolerance without rebuilding, and ``fit.problem`` is the cvxpy ``Problem`` of this solve.
+    ``fit.program_`` is the compiled convex program: ``fit.refit(gamma=..., solver=...)`` re-solves
+    it at another tolerance or with another solver without rebuilding. ``fit.problem`` is its cvxpy
+    ``Problem``, shared by every fit of the same program; gamma is the cvxpy ``Parameter``
+    ``fit.program_.gamma``, which holds the value of the latest solve: set it to ``fit.gamma``
+    before calling ``fit.problem.solve(...)`` yourself.
 
     Examples
     --------
@@ -76,12 +79,13 @@ class MERFit(MERResult):
         ]
         return MarkovNetwork(self.domain, factors)
 
-    def to_linear_gaussian_bn(self, order: Sequence[Hashable], tol: float = 1e-8) -> LinearGaussianBayesianNetwork:
+    def to_linear_gaussian_bn(self, order: Sequence[Hashable], tol: float = 1e-5) -> LinearGaussianBayesianNetwork:
         """pgmpy ``LinearGaussianBayesianNetwork`` of a Gaussian fit along ``order``.
 
         Each variable is regressed on its predecessors in ``order`` under the fitted covariance;
-        coefficients below ``tol`` in magnitude are dropped (they are zero where the order respects
-        the graph's separations). Its ``to_joint_gaussian()`` returns the fitted covariance.
+        coefficients below ``tol`` in magnitude are dropped (exactly zero where the graph separates the
+        variable from a predecessor given the others; the solver leaves them near 1e-6). Its
+        ``to_joint_gaussian()`` returns the fitted covariance up to the dropped coefficients.
         """
         if self.kind != "gaussian":
             raise ValueError("to_linear_gaussian_bn: this is a discrete fit; use to_markov_network")

@@ -42,6 +42,10 @@ from .cgm import cgm_em, naive_mle, population_size
 from .measurement import Measurement
 from .mechanisms import GaussianMechanism, LaplaceMechanism, PrivacyAccountant
 from .mle import fit_marginals
+from .mer import MERResult
+from .mer_discrete import DiscreteMER
+from .mer_gaussian import GaussianMER
+from .sample_sets import Moments, SampleSet, pooled_counts, pooled_moments
 from .projection import project_simplex
 from .metrics import entropy, kl_divergence, log_likelihood, nllh, total_variation
 from .sampling import sample, sample_bayes, sample_markov
@@ -66,6 +70,13 @@ __all__ = [
     "MarkovNetwork",
     "Marginals",
     "Measurement",
+    "MERResult",
+    "DiscreteMER",
+    "GaussianMER",
+    "Moments",
+    "SampleSet",
+    "pooled_counts",
+    "pooled_moments",
     "LaplaceMechanism",
     "GaussianMechanism",
     "PrivacyAccountant",
