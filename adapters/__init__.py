@@ -6,11 +6,12 @@ Everything here takes and returns pgmpy objects (``DiscreteMarkovNetwork``,
 
 from .data import contingency_tables, decode, encode, infer_domain, sample
 from .inference import LogBeliefPropagation
-from .examples import dirichlet_chain_network, load_bif_example
+from .examples import dirichlet_chain_network, load_adult, load_bif_example
 from .metrics import kl_divergence, total_variation
 from .private import CGMEstimator, NaiveMLEEstimator, NoisyFactor, NoisyTables, release_tables
 from .robust import RobustFilter
 from .mer import MERFit, ini, mer
+from .aggregated import Aggregates, FeatureEncoder, MaxEntClassifier, aggregate
 from ppgm.mechanisms import BudgetExceeded, GaussianMechanism, LaplaceMechanism, PrivacyAccountant
 from .models import (
     bayes_from_pgmpy,
@@ -33,6 +34,11 @@ __all__ = [
     "release_tables",
     "RobustFilter",
     "MERFit",
+    "Aggregates",
+    "FeatureEncoder",
+    "MaxEntClassifier",
+    "aggregate",
+    "load_adult",
     "ini",
     "mer",
     "bayes_from_pgmpy",

@@ -47,3 +47,26 @@ def dirichlet_chain_network(n_vars: int = 10, k: int = 10, alpha: float = 1.0, s
     mn.add_edges_from(f.variables for f in m.factors)
     mn.add_factors(*[DiscreteFactor(list(f.variables), list(f.shape), np.exp(f.values)) for f in m.factors])
     return mn
+
+
+def load_adult() -> tuple:
+    """The UCI Adult census-income data, official split, as ``(train, test)`` DataFrames.
+
+    Bundled with ppgm (see ``ppgm/adapters/datasets/adult/README.md`` for its provenance), so it
+    loads offline: 32,561 and 16,281 rows, 14 features and the label ``income`` (``<=50K`` /
+    ``>50K``); missing values are the category ``?``.
+
+    Examples
+    --------
+    >>> train, test = load_adult()
+    >>> train.shape, test.shape, sorted(train["income"].unique())
+    ((32561, 15), (16281, 15), ['<=50K', '>50K'])
+    """
+    import pandas as pd
+
+    folder = files("ppgm.adapters") / "datasets" / "adult"
+    with (folder / "adult_train.csv.gz").open("rb") as fh:
+        train = pd.read_csv(fh, compression="gzip")
+    with (folder / "adult_test.csv.gz").open("rb") as fh:
+        test = pd.read_csv(fh, compression="gzip")
+    return train, test

@@ -1,9 +1,10 @@
 """Measurements: a table over a clique plus how much to trust it.
 
 One concept serves every learner that learns from tables rather than records: noisy counts and
-their noise scale (CGM-EM), exact counts (``noise="none"``), and empirical marginals with the
-number of records behind them (``n``). A measurement with noise is the noisy-observation factor
-p(y_C | n_C) that ties the released table y_C to the true counts n_C.
+their noise scale (CGM-EM), counts with the label sum of every cell (MaxEnt from aggregates, noisy or
+not, optionally hashed into buckets), and empirical counts with the number of records behind them
+(``n``, MER). A measurement with noise is the noisy-observation factor p(y_C | n_C) that ties the
+released table y_C to the true counts n_C.
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ class Measurement:
         The noise scale in the units of ``values``: Laplace b (variance 2 b^2), Gaussian sigma.
     n : float, optional
         The number of records behind the table, when it is known (public or released).
+    label_sums : numpy.ndarray, optional
+        Sum of a binary label over the records of every cell (same shape as ``values``, same noise
+        model): the aggregated-data setting, where ``values`` are the counts d and these the c.
+    buckets : numpy.ndarray of int, optional
+        For a hashed table: the bucket of every cell of the clique (shape: the clique's table);
+        ``values`` (and ``label_sums``) are then 1-D, one entry per bucket.
 
     Examples
     --------
@@ -47,11 +54,20 @@ class Measurement:
     noise: str = "none"
     scale: float = 0.0
     n: float | None = None
+    label_sums: np.ndarray | None = None
+    buckets: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         variables = tuple(self.variables)
         values = np.asarray(self.values, dtype=float)
-        if values.ndim != len(variables):
+        if self.buckets is not None:
+            buckets = np.asarray(self.buckets)
+            if buckets.ndim != len(variables) or buckets.dtype.kind not in "iu":
+                raise ValueError(f"buckets: expected an integer array with {len(variables)} axes for {variables}")
+            if values.ndim != 1 or (buckets.size and (buckets.min() < 0 or buckets.max() >= values.size)):
+                raise ValueError(f"values: a hashed table holds one entry per bucket (1-D, > max bucket), got {values.shape}")
+            object.__setattr__(self, "buckets", buckets.astype(np.int64))
+        elif values.ndim != len(variables):
             raise ValueError(f"values: expected {len(variables)} axes for variables {variables}, got shape {values.shape}")
         if not np.all(np.isfinite(values)):
             raise ValueError(f"values: the table over {variables} contains NaN or infinite entries")
@@ -64,6 +80,15 @@ class Measurement:
             raise ValueError(f"values: exact counts over {variables} cannot be negative")
         if self.n is not None and not (np.isfinite(self.n) and self.n > 0):
             raise ValueError(f"n: expected a positive number of records, got {self.n!r}")
+        if self.label_sums is not None:
+            c = np.asarray(self.label_sums, dtype=float)
+            if c.shape != values.shape:
+                raise ValueError(f"label_sums: expected the shape of values {values.shape} over {variables}, got {c.shape}")
+            if not np.all(np.isfinite(c)):
+                raise ValueError(f"label_sums: the table over {variables} contains NaN or infinite entries")
+            if self.noise == "none" and ((c < 0).any() or (c > values + 1e-9 * np.maximum(1, values)).any()):
+                raise ValueError(f"label_sums: exact label sums over {variables} must lie in [0, count] in every cell (c <= d)")
+            object.__setattr__(self, "label_sums", c)
         object.__setattr__(self, "variables", variables)
         object.__setattr__(self, "values", values)
         object.__setattr__(self, "scale", scale)
@@ -106,3 +131,41 @@ class Measurement:
                 return r / np.sqrt(r**2 + (smoothing * self.scale) ** 2) / self.scale
             return np.sign(r) / self.scale
         raise ValueError("gradient: an exact measurement has no noise model (noise='none')")
+
+    def posterior_mean(self, prior_mean, prior_var, observed=None) -> np.ndarray:
+        """E[n | y] per cell under a Gaussian prior N(prior_mean, prior_var) on the true counts n.
+
+        ``observed`` defaults to ``values`` (pass ``label_sums`` to treat those). Exact counts
+        return ``observed``. Gaussian noise: the conjugate update. Laplace noise: the posterior is a
+        mixture of two truncated Gaussians (n below and above y), whose mean is computed in log
+        space (``scipy.special.log_ndtr``), so it stays finite however far y is from the prior.
+
+        Examples
+        --------
+        >>> m = Measurement(("A",), np.array([10.0, 50.0]), "gaussian", 2.0)
+        >>> m.posterior_mean(np.array([20.0, 50.0]), np.array([4.0, 4.0])).tolist()
+        [15.0, 50.0]
+        """
+        y = np.asarray(self.values if observed is None else observed, dtype=float)
+        if self.noise == "none":
+            return y.copy()
+        m = np.broadcast_to(np.asarray(prior_mean, dtype=float), y.shape)
+        v = np.maximum(np.broadcast_to(np.asarray(prior_var, dtype=float), y.shape), 1e-12)
+        if self.noise == "gaussian":
+            s2 = self.scale**2
+            return m + v / (v + s2) * (y - m)
+        from scipy.special import log_ndtr
+
+        b, sd = self.scale, np.sqrt(v)
+        m1, m2 = m + v / b, m - v / b  # tilted means below / above y
+        a1, a2 = (y - m1) / sd, (m2 - y) / sd
+        lw1 = (m - y) / b + log_ndtr(a1)
+        lw2 = (y - m) / b + log_ndtr(a2)
+        # inverse Mills ratios phi(a) / Phi(a), stable for very negative a
+        r1 = np.exp(-0.5 * a1**2 - 0.5 * np.log(2 * np.pi) - log_ndtr(a1))
+        r2 = np.exp(-0.5 * a2**2 - 0.5 * np.log(2 * np.pi) - log_ndtr(a2))
+        mean1, mean2 = m1 - sd * r1, m2 + sd * r2
+        top = np.maximum(lw1, lw2)
+        w1, w2 = np.exp(lw1 - top), np.exp(lw2 - top)
+        return (w1 * mean1 + w2 * mean2) / (w1 + w2)
+

@@ -1,0 +1,419 @@
+"""Learning from aggregated data: pandas in, aggregates out, a MaxEnt classifier and a pgmpy network back.
+
+``aggregate`` turns a DataFrame into the counts d and label sums c of every single feature and
+every pair of features (optionally hashed, optionally noised); ``MaxEntClassifier`` learns the
+maximum-entropy model from those aggregates alone, with scikit-learn's estimator conventions.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+from pgmpy.factors.discrete import DiscreteFactor
+from pgmpy.models import DiscreteMarkovNetwork
+
+from ppgm.aggregates import aggregate_records, release_aggregates, table_scopes
+from ppgm.domain import Domain
+from ppgm.measurement import Measurement
+from ppgm.maxent import MaxEntLayout, MaxEntModel, PCDState, fit_maxent
+from ppgm.metrics import nllh
+
+MISSING = "<missing>"
+
+
+@dataclass
+class FeatureEncoder:
+    """How one column becomes integer codes: equal-width bins (numeric) or an explicit category
+    list (anything else, or numeric columns with at most ``bins`` distinct values); a missing value
+    is a category of its own. Values never seen when fitting encode as -1.
+
+    Examples
+    --------
+    >>> enc = FeatureEncoder.fit(pd.Series([1.0, 2.0, 3.0, 10.0, None]), bins=3)
+    >>> enc.states
+    ['[1, 4)', '[4, 7)', '[7, 10]', '<missing>']
+    >>> enc.encode(pd.Series([0.5, 9.0, None])).tolist()   # below the range: first bin
+    [0, 2, 3]
+    """
+
+    name: str
+    kind: str
+    states: list
+    edges: list | None = None
+    missing: bool = False
+
+    @classmethod
+    def fit(cls, series: pd.Series, bins: int = 10) -> "FeatureEncoder":
+        name = str(series.name)
+        has_missing = bool(series.isna().any())
+        values = series.dropna()
+        if values.empty:
+            raise ValueError(f"data: column {name!r} has no values")
+        numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+        if numeric and values.nunique() > bins:
+            lo, hi = float(values.min()), float(values.max())
+            edges = np.linspace(lo, hi, bins + 1).tolist()
+            states = [f"[{_fmt(a)}, {_fmt(b)})" for a, b in zip(edges[:-2], edges[1:-1])] + [f"[{_fmt(edges[-2])}, {_fmt(edges[-1])}]"]
+            kind = "numeric"
+        else:
+            uniq = pd.unique(values)
+            states = sorted(map(str, uniq)) if not numeric else [str(v) for v in sorted(uniq)]
+            edges, kind = None, "categorical"
+        if has_missing:
+            states = states + [MISSING]
+        return cls(name, kind, states, edges, has_missing)
+
+    def encode(self, series: pd.Series) -> np.ndarray:
+        miss = series.isna().to_numpy()
+        codes = np.full(len(series), -1, dtype=np.int64)
+        if self.kind == "numeric":
+            x = pd.to_numeric(series, errors="coerce").to_numpy(float)
+            bad = ~miss & np.isnan(x)
+            inner = np.asarray(self.edges[1:-1])
+            got = np.searchsorted(inner, np.where(np.isnan(x), 0.0, x), side="right")
+            codes = np.where(bad, -1, got)
+        else:
+            lookup = {s: i for i, s in enumerate(self.states) if s != MISSING or not self.missing}
+            keys = series.astype(object).where(~miss, None).map(lambda v: None if v is None else str(v))
+            codes = keys.map(lookup).fillna(-1).to_numpy(np.int64)
+        if self.missing:
+            codes = np.where(miss, len(self.states) - 1, codes)
+        else:
+            codes = np.where(miss, -1, codes)
+        return codes.astype(np.int64)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+@dataclass
+class Aggregates:
+    """Aggregated tables (counts d and label sums c per cell) and how the columns were encoded.
+
+    Iterating yields the tables as :class:`ppgm.Measurement` objects (``values`` = d,
+    ``label_sums`` = c, over single features and pairs; noisy ones carry the noise model). Save and
+    load them without the rows (``save`` / ``load``, npz).
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"a": ["x", "y", "x", "y"], "b": [1, 2, 1, 1], "y": [1, 0, 1, 0]})
+    >>> agg = aggregate(df, label="y")
+    >>> [t.variables for t in agg], agg.n
+    ([('a',), ('b',), ('a', 'b')], 4.0)
+    """
+
+    features: tuple
+    label: str
+    positive: object
+    encoders: dict
+    tables: list
+    n: float | None = None
+    spent: dict = field(default_factory=dict)
+
+    def __iter__(self) -> Iterator[Measurement]:
+        return iter(self.tables)
+
+    def __len__(self) -> int:
+        return len(self.tables)
+
+    @property
+    def domain(self) -> Domain:
+        return Domain(self.features, tuple(len(self.encoders[f].states) for f in self.features), {f: self.encoders[f].states for f in self.features})
+
+    def encode(self, df: pd.DataFrame) -> np.ndarray:
+        """Integer codes (N, features) of a DataFrame, -1 for values unseen when aggregating."""
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"data: expected a pandas DataFrame, got {type(df).__name__}")
+        missing = [f for f in self.features if f not in df.columns]
+        if missing:
+            raise ValueError(f"data: columns {missing} are missing; the aggregates were built on {list(self.features)}")
+        return np.stack([self.encoders[f].encode(df[f]) for f in self.features], axis=1) if len(df) else np.zeros((0, len(self.features)), np.int64)
+
+    def labels(self, df: pd.DataFrame) -> np.ndarray:
+        if self.label not in df.columns:
+            raise ValueError(f"data: label column {self.label!r} is missing")
+        return (df[self.label].astype(str) == str(self.positive)).to_numpy(int)
+
+    def save(self, path) -> None:
+        meta = dict(
+            features=list(self.features), label=self.label, positive=str(self.positive), n=self.n, spent=self.spent,
+            encoders={f: dict(kind=e.kind, states=e.states, edges=e.edges, missing=e.missing) for f, e in self.encoders.items()},
+            tables=[dict(variables=list(t.variables), noise=t.noise, scale=t.scale, hashed=t.buckets is not None) for t in self.tables],
+        )
+        arrays = {}
+        for i, t in enumerate(self.tables):
+            arrays[f"d{i}"], arrays[f"c{i}"] = t.values, t.label_sums
+            if t.buckets is not None:
+                arrays[f"b{i}"] = t.buckets
+        np.savez(Path(path), meta=np.array(json.dumps(meta)), **arrays)
+
+    @classmethod
+    def load(cls, path) -> "Aggregates":
+        with np.load(Path(path), allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            tables = [
+                Measurement(tuple(t["variables"]), z[f"d{i}"], t["noise"], t["scale"], meta["n"], label_sums=z[f"c{i}"],
+                            buckets=z[f"b{i}"] if t["hashed"] else None)
+                for i, t in enumerate(meta["tables"])
+            ]
+        encoders = {f: FeatureEncoder(f, **e) for f, e in meta["encoders"].items()}
+        return cls(tuple(meta["features"]), meta["label"], meta["positive"], encoders, tables, meta["n"], meta["spent"])
+
+
+def aggregate(
+    df: pd.DataFrame,
+    features: Sequence | None = None,
+    label: str = "label",
+    pairs="all",
+    bins: int = 10,
+    hash_size: int | None = None,
+    mechanism=None,
+    seed=None,
+    positive=None,
+    accountant=None,
+    publish_n: bool | None = None,
+) -> Aggregates:
+    """Counts and label sums of every single feature and every pair, from a DataFrame.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+    features : sequence of column names, optional
+        Default: every column but ``label``.
+    label : str
+        The binary label column.
+    pairs : "all", "none" or a list of pairs
+        Which pair tables to build (singles are always built).
+    bins : int
+        Equal-width bins for numeric columns, fit on ``df`` (values outside the fitted range fall in
+        the end bins); numeric columns with at most ``bins`` distinct values stay categorical.
+    hash_size : int, optional
+        Pair tables with more cells are hashed into this many buckets (a seeded map, reproducible).
+    mechanism : LaplaceMechanism or GaussianMechanism, optional
+        Release the tables with noise (sensitivity: every record touches 2K cells, d and c of K tables).
+    seed : int or Generator, optional
+        Noise and hashing seed.
+    positive : optional
+        The label value counted as 1; default ``1`` / ``True`` for 0-1 or boolean labels, else the
+        larger of the two sorted values.
+    accountant : PrivacyAccountant, optional
+    publish_n : bool, optional
+        Release the record count with the tables (default: True without noise, False with noise).
+
+    Returns
+    -------
+    Aggregates
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"age": [20, 35, 50, 65], "job": ["a", "b", "a", "b"], "y": [0, 0, 1, 1]})
+    >>> agg = aggregate(df, label="y", bins=2)
+    >>> agg.tables[0].values.tolist(), agg.tables[0].label_sums.tolist()
+    ([2.0, 2.0], [0.0, 2.0])
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df: expected a pandas DataFrame, got {type(df).__name__}")
+    if label not in df.columns:
+        raise ValueError(f"label: column {label!r} not in the DataFrame (columns {list(df.columns)})")
+    features = [c for c in df.columns if c != label] if features is None else list(features)
+    unknown = [f for f in features if f not in df.columns]
+    if unknown or label in features:
+        raise ValueError(f"features: {unknown or [label]} are not feature columns of the DataFrame")
+    if int(bins) < 2:
+        raise ValueError(f"bins: expected at least 2 bins, got {bins!r}")
+    y_col = df[label]
+    if y_col.isna().any():
+        raise ValueError(f"label: column {label!r} has missing values")
+    values = sorted(pd.unique(y_col), key=str)
+    if len(values) > 2:
+        raise ValueError(f"label: expected a binary label, column {label!r} has {len(values)} values")
+    if positive is None:
+        positive = 1 if set(map(str, values)) <= {"0", "1"} else True if set(map(str, values)) <= {"True", "False"} else values[-1]
+    y = (y_col.astype(str) == str(positive)).to_numpy(int)
+    encoders = {f: FeatureEncoder.fit(df[f], int(bins)) for f in features}
+    agg = Aggregates(tuple(features), label, positive, encoders, [])
+    codes = agg.encode(df)
+    rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
+    hash_seed = int(rng.integers(1 << 31)) if hash_size is not None else 0
+    exact = aggregate_records(codes, y, agg.domain, table_scopes(features, pairs), hash_size, hash_seed, publish_n=True)
+    if mechanism is None:
+        agg.tables, agg.n = exact, float(len(df))
+        if publish_n is False:
+            agg.tables = [Measurement(t.variables, t.values, label_sums=t.label_sums, buckets=t.buckets) for t in exact]
+            agg.n = None
+        return agg
+    publish = bool(publish_n)
+    agg.tables = release_aggregates(exact, mechanism, seed=rng, accountant=accountant, publish_n=publish)
+    agg.n = float(len(df)) if publish else None
+    agg.spent = {"epsilon": mechanism.epsilon} if mechanism.noise == "laplace" else {"rho": mechanism.rho}
+    return agg
+
+
+class _Params:
+    """get_params / set_params from the __init__ signature (scikit-learn's convention)."""
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {k: getattr(self, k) for k in inspect.signature(type(self).__init__).parameters if k != "self"}
+
+    def set_params(self, **params) -> "_Params":
+        valid = self.get_params()
+        for k, v in params.items():
+            if k not in valid:
+                raise ValueError(f"set_params: unknown parameter {k!r}; valid: {sorted(valid)}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self) -> str:
+        default = {k: p.default for k, p in inspect.signature(type(self).__init__).parameters.items() if k != "self"}
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items() if v is not default[k] and v != default[k])
+        return f"{type(self).__name__}({args})"
+
+
+class MaxEntClassifier(_Params):
+    """Maximum-entropy model of features and a binary label, learned from aggregates only.
+
+    Parameters follow :func:`ppgm.maxent.fit_maxent`; ``noise_model=False`` treats noisy aggregates
+    as exact (clipped to 0 <= c <= d), the baseline the noise model is compared with. ``warm_start``
+    continues from the previous fit's parameters, chains and generator.
+
+    Attributes (after ``fit``): ``model_`` (engine :class:`ppgm.maxent.MaxEntModel`), ``state_``,
+    ``history_`` (per step: ``d_error``, ``c_error``, ``step_size``; and ``nllh`` on ``eval_set``),
+    ``aggregates_``, ``classes_``, ``feature_names_in_``, ``n_features_in_``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"a": rng.integers(0, 3, 5000), "b": rng.integers(0, 2, 5000)})
+    >>> df["y"] = (rng.random(5000) < 0.1 + 0.3 * df["a"]).astype(int)
+    >>> clf = MaxEntClassifier(n_chains=2000, max_iter=100, progress=False).fit(aggregate(df, label="y"))
+    >>> clf.predict_proba(pd.DataFrame({"a": [0, 2], "b": [0, 0]}))[:, 1].round(1).tolist()
+    [0.1, 0.7]
+    """
+
+    def __init__(
+        self,
+        n_chains: int = 10_000,
+        max_iter: int = 500,
+        l2_mu: float = 1.0,
+        l2_theta: float = 10.0,
+        step_mu: float | None = None,
+        step_theta: float | None = None,
+        rescaled: bool = True,
+        precondition: bool = True,
+        average: float = 0.3,
+        noise_model: bool = True,
+        seed=0,
+        progress: bool = True,
+        warm_start: bool = False,
+    ) -> None:
+        self.n_chains = n_chains
+        self.max_iter = max_iter
+        self.l2_mu = l2_mu
+        self.l2_theta = l2_theta
+        self.step_mu = step_mu
+        self.step_theta = step_theta
+        self.rescaled = rescaled
+        self.precondition = precondition
+        self.average = average
+        self.noise_model = noise_model
+        self.seed = seed
+        self.progress = progress
+        self.warm_start = warm_start
+
+    def fit(self, aggregates: Aggregates, eval_set: pd.DataFrame | None = None, eval_every: int = 10) -> "MaxEntClassifier":
+        """Learn from ``aggregates``; ``eval_set`` (rows with the label) adds an NLLH curve to ``history_``."""
+        if not isinstance(aggregates, Aggregates):
+            raise TypeError(f"aggregates: expected ppgm.adapters.Aggregates (from aggregate()), got {type(aggregates).__name__}")
+        tables = list(aggregates.tables)
+        if not self.noise_model:
+            tables = [
+                Measurement(t.variables, np.clip(t.values, 0, None), n=t.n,
+                            label_sums=np.clip(t.label_sums, 0, np.clip(t.values, 0, None)), buckets=t.buckets)
+                for t in tables
+            ]
+        warm = self.warm_start and hasattr(self, "model_")
+        if warm and tuple(aggregates.features) != tuple(self.feature_names_in_):
+            raise ValueError("aggregates: warm_start needs the same features as the previous fit")
+        callback = None
+        if eval_set is not None:
+            codes, y = aggregates.encode(eval_set), aggregates.labels(eval_set)
+            callback = lambda model, step: {"nllh": nllh(y, model.predict_proba(codes))}
+        result = fit_maxent(
+            tables, aggregates.domain, n=aggregates.n, n_chains=self.n_chains, max_iter=self.max_iter,
+            l2_mu=self.l2_mu, l2_theta=self.l2_theta, step_mu=self.step_mu, step_theta=self.step_theta,
+            rescaled=self.rescaled, precondition=self.precondition, average=self.average, seed=self.seed,
+            progress=self.progress, model=self.model_ if warm else None, state=self.state_ if warm else None,
+            callback=callback, callback_every=eval_every,
+        )
+        if warm:
+            for k, v in result.history.items():
+                self.history_.setdefault(k, []).extend(v)
+        else:
+            self.history_ = result.history
+        self.model_, self.state_, self.aggregates_ = result.model, result.state, aggregates
+        self.feature_names_in_ = np.array(aggregates.features, dtype=object)
+        self.n_features_in_ = len(aggregates.features)
+        neg = [v for v in (0, False) if str(v) != str(aggregates.positive)]
+        self.classes_ = np.array([f"not {aggregates.positive}" if not neg else neg[0], aggregates.positive], dtype=object)
+        return self
+
+    def _codes(self, df: pd.DataFrame) -> np.ndarray:
+        if not hasattr(self, "model_"):
+            raise ValueError("MaxEntClassifier: call fit(aggregates) first")
+        codes = self.aggregates_.encode(df)
+        unseen = codes < 0
+        if unseen.any():
+            cols = [f for f, u in zip(self.aggregates_.features, unseen.any(axis=0)) if u]
+            warnings.warn(
+                f"{int(unseen.sum())} values in columns {cols} were not seen in the aggregates; "
+                "they contribute nothing to the prediction (their tables' terms are 0)",
+                stacklevel=3,
+            )
+        return codes
+
+    def decision_function(self, df: pd.DataFrame) -> np.ndarray:
+        """The logit theta0 + sum_t theta_t[x_t] of P(y = 1 | x)."""
+        return self.model_.decision_function(self._codes(df))
+
+    def predict_proba(self, df: pd.DataFrame) -> np.ndarray:
+        """(N, 2) array: P(y = 0 | x), P(y = 1 | x)."""
+        p = self.model_.predict_proba(self._codes(df))
+        return np.stack([1 - p, p], axis=1)
+
+    def predict(self, df: pd.DataFrame) -> np.ndarray:
+        return self.classes_[(self.predict_proba(df)[:, 1] > 0.5).astype(int)]
+
+    def score(self, df: pd.DataFrame) -> float:
+        """NLLH (1 - logloss / H(Y)) on rows carrying the label column."""
+        return nllh(self.aggregates_.labels(df), self.predict_proba(df)[:, 1])
+
+    def to_markov_network(self) -> DiscreteMarkovNetwork:
+        """The fitted joint model as a pgmpy ``DiscreteMarkovNetwork`` over the features and the label
+        (state names kept; the label's states are 0 and 1): one factor per aggregated table over
+        its features and the label, and one over the label for the intercept."""
+        if not hasattr(self, "model_"):
+            raise ValueError("MaxEntClassifier: call fit(aggregates) first")
+        label = self.aggregates_.label
+        dom = self.aggregates_.domain
+        mn = DiscreteMarkovNetwork()
+        mn.add_nodes_from(list(dom.variables) + [label])
+        factors = [DiscreteFactor([label], [2], np.exp([0.0, self.model_.theta0]), state_names={label: [0, 1]})]
+        for scope, mu, th in self.model_.tables():
+            vals = np.stack([mu, mu + th], axis=-1)
+            vals = np.exp(vals - vals.max())
+            names = {v: list(dom.state_names[v]) for v in scope}
+            names[label] = [0, 1]
+            factors.append(DiscreteFactor(list(scope) + [label], list(vals.shape), vals, state_names=names))
+            for i, a in enumerate(list(scope) + [label]):
+                for b in (list(scope) + [label])[i + 1 :]:
+                    mn.add_edge(a, b)
+        mn.add_factors(*factors)
+        return mn

@@ -1,0 +1,150 @@
+"""Aggregated data: per-cell record counts d and label sums c over single features and feature pairs.
+
+This is the shape of a privacy-preserving aggregation API (Gilotte, Ben Yahmed, Rohde): for each
+table (one feature, or a pair of features) and each of its cells, how many records fall there and
+how many of them are positive. Tables are :class:`~ppgm.measurement.Measurement` objects with
+``label_sums``; a large pair table may be hashed into ``hash_size`` buckets (``buckets`` maps
+cells to buckets, drawn once from a seeded generator: reproducible, never Python's ``hash``).
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Sequence
+
+import numpy as np
+
+from .domain import Domain
+from .measurement import Measurement
+from .mechanisms import PrivacyAccountant
+from .records import cell_index, check_records
+from .rng import as_generator
+
+
+def table_scopes(features: Sequence, pairs="all") -> list[tuple]:
+    """Scopes of the aggregated tables: every single feature, then the requested pairs.
+
+    ``pairs`` is ``"all"``, ``"none"`` or a list of feature pairs.
+
+    Examples
+    --------
+    >>> table_scopes(["a", "b", "c"], pairs=[("c", "a")])
+    [('a',), ('b',), ('c',), ('a', 'c')]
+    """
+    features = list(features)
+    pos = {f: i for i, f in enumerate(features)}
+    singles = [(f,) for f in features]
+    if isinstance(pairs, str):
+        if pairs == "all":
+            return singles + list(combinations(features, 2))
+        if pairs == "none":
+            return singles
+        raise ValueError(f"pairs: expected 'all', 'none' or a list of feature pairs, got {pairs!r}")
+    out = []
+    for p in pairs:
+        p = tuple(p)
+        if len(p) != 2 or p[0] == p[1] or any(f not in pos for f in p):
+            raise ValueError(f"pairs: {p!r} is not a pair of two distinct features among {features}")
+        p = tuple(sorted(p, key=pos.get))
+        if p not in out:
+            out.append(p)
+    return singles + out
+
+
+def hash_buckets(n_cells: int, hash_size: int, key: int) -> np.ndarray:
+    """Bucket of each of ``n_cells`` cells among ``hash_size``: uniform draws from a generator seeded by
+    ``key`` (the same key always gives the same map).
+
+    Examples
+    --------
+    >>> bool((hash_buckets(6, 4, key=7) == hash_buckets(6, 4, key=7)).all())
+    True
+    """
+    return np.random.default_rng([int(key), int(n_cells), int(hash_size)]).integers(0, hash_size, size=n_cells)
+
+
+def aggregate_records(
+    records,
+    labels,
+    domain: Domain,
+    scopes: Sequence[Sequence],
+    hash_size: int | None = None,
+    hash_seed: int = 0,
+    publish_n: bool = True,
+) -> list[Measurement]:
+    """Counts d and label sums c of every table in ``scopes`` from integer-coded records.
+
+    Tables with more than ``hash_size`` cells are hashed into ``hash_size`` buckets.
+
+    Examples
+    --------
+    >>> d = Domain(("a", "b"), (2, 2))
+    >>> t = aggregate_records([[0, 1], [1, 1], [0, 1]], [1, 0, 1], d, [("a",), ("a", "b")])
+    >>> t[0].values.tolist(), t[0].label_sums.tolist(), t[1].label_sums.tolist()
+    ([2.0, 1.0], [2.0, 0.0], [[0.0, 2.0], [0.0, 0.0]])
+    """
+    rec = check_records(records, domain)
+    y = np.asarray(labels, dtype=float).ravel()
+    if y.shape[0] != rec.shape[0]:
+        raise ValueError(f"labels: expected {rec.shape[0]} labels (one per record), got {y.shape[0]}")
+    if not np.all((y == 0) | (y == 1)):
+        raise ValueError("labels: expected binary labels (0 / 1)")
+    if hash_size is not None and int(hash_size) < 1:
+        raise ValueError(f"hash_size: expected a positive number of buckets, got {hash_size!r}")
+    out = []
+    for k, scope in enumerate(scopes):
+        scope = domain.check(scope, "scopes")
+        shape = domain.shape(scope)
+        size = int(np.prod(shape))
+        idx = cell_index(rec, domain.indices(scope), shape)
+        buckets = None
+        if hash_size is not None and size > hash_size and len(scope) > 1:
+            buckets = hash_buckets(size, int(hash_size), hash_seed * 1_000_003 + k).reshape(shape)
+            idx = buckets.ravel()[idx]
+            size = int(hash_size)
+            shape = (size,)
+        d = np.bincount(idx, minlength=size).astype(float).reshape(shape)
+        c = np.bincount(idx, weights=y, minlength=size).reshape(shape)
+        out.append(Measurement(scope, d, n=float(len(rec)) if publish_n else None, label_sums=c, buckets=buckets))
+    return out
+
+
+def release_aggregates(
+    tables: Sequence[Measurement],
+    mechanism,
+    seed=None,
+    accountant: PrivacyAccountant | None = None,
+    publish_n: bool = False,
+) -> list[Measurement]:
+    """Noisy copies of aggregated tables through ``mechanism`` (Laplace or Gaussian).
+
+    Each record adds 1 to one cell of every table's d and at most 1 to one cell of its c, so a
+    release of K tables is a release of 2K count tables: L1 sensitivity 2K (Laplace), L2 sqrt(2K)
+    (Gaussian). The accountant, if given, is charged once.
+
+    Examples
+    --------
+    >>> from ppgm.mechanisms import LaplaceMechanism
+    >>> d = Domain(("a",), (2,))
+    >>> exact = aggregate_records([[0], [1]], [1, 0], d, [("a",)])
+    >>> noisy = release_aggregates(exact, LaplaceMechanism(1.0), seed=0)
+    >>> noisy[0].noise, noisy[0].scale
+    ('laplace', 2.0)
+    """
+    from .factor import Factor
+
+    tables = list(tables)
+    for t in tables:
+        if t.label_sums is None or t.noise != "none":
+            raise ValueError("tables: expected exact aggregated tables (counts with label sums)")
+    flat = [Factor(("cell",), t.values.ravel()) for t in tables] + [Factor(("cell",), t.label_sums.ravel()) for t in tables]
+    noisy = mechanism.release(flat, seed=seed, accountant=accountant)
+    k = len(tables)
+    n = tables[0].n if publish_n and tables else None
+    return [
+        Measurement(
+            t.variables, noisy[i].values.reshape(t.shape), noisy[i].noise, noisy[i].scale, n,
+            label_sums=noisy[k + i].values.reshape(t.shape), buckets=t.buckets,
+        )
+        for i, t in enumerate(tables)
+    ]

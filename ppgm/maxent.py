@@ -1,0 +1,476 @@
+"""Maximum-entropy learning from aggregated tables by persistent contrastive divergence.
+
+The model (Gilotte, Ben Yahmed, Rohde) over categorical features x and a binary label y is
+
+    pi(x, y)  ~  exp( theta0 * y + sum over tables t of  mu_t[x_t] + y * theta_t[x_t] ),
+
+one table per aggregated single feature or feature pair (x_t the cell, or hash bucket, of x in
+table t). Its sufficient statistics are exactly the aggregates (counts d, label sums c), and
+P(y = 1 | x) = sigmoid(theta0 + sum_t theta_t[x_t]) is a logistic model with a quadratic kernel.
+
+Training is persistent contrastive divergence (Appendix C of the paper) with:
+- persistent Gibbs chains updated by one sweep per step (label first, then every feature),
+  vectorised across chains: each feature's conditional logits for all chains come from one dense
+  product of the chains' one-hot matrix with a block of the interaction matrix;
+- the label marginalised in the estimate of E[c] (sigmoid weights instead of sampled labels);
+- the rescaled pseudo-gradient for theta (Eq. 6) as the default, diagonal preconditioning by the
+  (approximate) inverse Hessian diagonal, separate L2 penalties and step sizes for mu and theta;
+- an explicit label intercept theta0 (so the base rate matches the aggregates) and chains whose
+  statistics are scaled to the record count N (so the total count matches);
+- noisy aggregates modelled through the noise-observation factor: each step's targets are the
+  posterior means E[d | noisy d] and E[c | noisy c] under a Gaussian approximation of the model's
+  own prediction, rather than the noisy counts themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .domain import Domain
+from .measurement import Measurement
+from .rng import as_generator
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return np.exp(-np.logaddexp(0.0, -z))
+
+
+@dataclass
+class MaxEntLayout:
+    """Where every table's parameters live in the flat vectors mu and theta.
+
+    ``cell_slots[t]`` maps the cells of table t (C order over its scope) to global slots (its
+    buckets, for a hashed table).
+    """
+
+    domain: Domain
+    scopes: tuple
+    offsets: np.ndarray
+    sizes: np.ndarray
+    cell_slots: tuple
+
+    @classmethod
+    def from_tables(cls, domain: Domain, tables: Sequence[Measurement]) -> "MaxEntLayout":
+        scopes, sizes, slots = [], [], []
+        offset = 0
+        for k, t in enumerate(tables):
+            scope = domain.check(t.variables, f"tables[{k}].variables")
+            if len(scope) not in (1, 2):
+                raise ValueError(f"tables[{k}]: expected a single feature or a pair, got {scope}")
+            shape = domain.shape(scope)
+            if t.buckets is not None:
+                if t.buckets.shape != shape:
+                    raise ValueError(f"tables[{k}]: buckets of shape {t.buckets.shape}, expected {shape} for {scope}")
+                local, size = t.buckets.ravel(), t.values.size
+            else:
+                if t.shape != shape:
+                    raise ValueError(f"tables[{k}]: values of shape {t.shape}, expected {shape} for {scope}")
+                size = int(np.prod(shape))
+                local = np.arange(size)
+            scopes.append(scope)
+            sizes.append(size)
+            slots.append(local + offset)
+            offset += size
+        sizes = np.array(sizes, dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        layout = cls(domain, tuple(scopes), offsets, sizes, tuple(slots))
+        layout._prepare()
+        return layout
+
+    def _prepare(self) -> None:
+        dom = self.domain
+        F = len(dom)
+        first = np.array([dom.index(s[0]) for s in self.scopes])
+        second = np.array([dom.index(s[1]) if len(s) == 2 else F for s in self.scopes])
+        cards = np.array(dom.cards + (1,))
+        self._first, self._second, self._stride = first, second, cards[second]
+        self._cell_offsets = np.concatenate([[0], np.cumsum([len(s) for s in self.cell_slots])[:-1]]).astype(np.int64)
+        self._flat_slots = np.concatenate(self.cell_slots) if self.cell_slots else np.zeros(0, np.int64)
+
+    @property
+    def n_slots(self) -> int:
+        return int(self.sizes.sum())
+
+    def slots(self, codes: np.ndarray) -> np.ndarray:
+        """Global slot of every record in every table, shape (N, T); -1 where a code is -1 (unseen)."""
+        codes = np.asarray(codes)
+        ext = np.concatenate([codes, np.zeros((len(codes), 1), codes.dtype)], axis=1)
+        a, b = ext[:, self._first], ext[:, self._second]
+        cells = a * self._stride + b
+        out = self._flat_slots[np.maximum(cells, 0) + self._cell_offsets]
+        unseen = (a < 0) | (b < 0)
+        if unseen.any():
+            out = np.where(unseen, -1, out)
+        return out
+
+    def stack(self, tables: Sequence[Measurement], what: str = "values") -> np.ndarray:
+        return np.concatenate([np.ravel(getattr(t, what)) for t in tables])
+
+
+@dataclass
+class MaxEntModel:
+    """Fitted parameters: ``mu`` and ``theta`` (flat, see :class:`MaxEntLayout`) and ``theta0``.
+
+    Examples
+    --------
+    >>> from ppgm.aggregates import aggregate_records
+    >>> d = Domain(("a",), (2,))
+    >>> tables = aggregate_records([[0]] * 400 + [[1]] * 400, [1, 0] * 200 + [1, 1, 1, 0] * 100, d, [("a",)])
+    >>> m = MaxEntModel.naive_bayes(MaxEntLayout.from_tables(d, tables), tables)
+    >>> m.predict_proba(np.array([[0], [1]])).round(2).tolist()   # the cells' positive rates
+    [0.5, 0.75]
+    """
+
+    layout: MaxEntLayout
+    mu: np.ndarray
+    theta: np.ndarray
+    theta0: float = 0.0
+
+    def decision_function(self, codes: np.ndarray) -> np.ndarray:
+        """theta0 + sum_t theta_t[x_t] per record; a code of -1 (unseen category) contributes 0."""
+        slots = self.layout.slots(codes)
+        th = np.where(slots >= 0, self.theta[np.maximum(slots, 0)], 0.0)
+        return self.theta0 + th.sum(axis=1)
+
+    def predict_proba(self, codes: np.ndarray) -> np.ndarray:
+        """P(y = 1 | x) per record."""
+        return _sigmoid(self.decision_function(codes))
+
+    def tables(self) -> list[tuple[tuple, np.ndarray, np.ndarray]]:
+        """(scope, mu table, theta table) per table, expanded from buckets to cells."""
+        dom = self.layout.domain
+        return [
+            (s, self.mu[sl].reshape(dom.shape(s)), self.theta[sl].reshape(dom.shape(s)))
+            for s, sl in zip(self.layout.scopes, self.layout.cell_slots)
+        ]
+
+    def joint_log_table(self) -> np.ndarray:
+        """Unnormalised log pi(x, y) over every (x, y), axes in domain order then y. Tiny models only."""
+        dom = self.layout.domain
+        out = np.zeros(dom.shape(dom.variables) + (2,))
+        out[..., 1] += self.theta0
+        for scope, mu, th in self.tables():
+            shape = [1] * len(dom)
+            for v in scope:
+                shape[dom.index(v)] = dom.cards[dom.index(v)]
+            order = np.argsort([dom.index(v) for v in scope])
+            mu_b = np.transpose(mu, order).reshape(shape)
+            th_b = np.transpose(th, order).reshape(shape)
+            out[..., 0] += mu_b
+            out[..., 1] += mu_b + th_b
+        return out
+
+    @classmethod
+    def naive_bayes(cls, layout: MaxEntLayout, tables: Sequence[Measurement], pseudo_count: float = 0.5) -> "MaxEntModel":
+        """The closed-form model of the single-feature tables alone: Naive Bayes (pairs start at 0).
+
+        mu_f[k] = log P(x_f = k | y = 0), theta_f[k] = log P(x_f = k | y = 1) - mu_f[k], theta0 the
+        prior log-odds; with only single tables this is the exact maximum-entropy fit.
+        """
+        mu = np.zeros(layout.n_slots)
+        theta = np.zeros(layout.n_slots)
+        pos_total, totals = [], []
+        for t, sl in zip(tables, layout.cell_slots):
+            if len(t.variables) != 1:
+                continue
+            d = np.clip(t.values, 0, None)
+            c = np.clip(t.label_sums, 0, d)
+            neg = d - c + pseudo_count
+            pos = c + pseudo_count
+            mu[sl] = np.log(neg / neg.sum())
+            theta[sl] = np.log(pos / pos.sum()) - mu[sl]
+            pos_total.append(c.sum())
+            totals.append(d.sum())
+        if pos_total:
+            C, N = float(np.mean(pos_total)), float(np.mean(totals))
+            theta0 = float(np.log((C + 0.5) / (N - C + 0.5)))
+        else:
+            theta0 = 0.0
+        return cls(layout, mu, theta, theta0)
+
+
+@dataclass
+class PCDState:
+    """The persistent chains, the random generator and the step count: enough to resume a run."""
+
+    chains: np.ndarray
+    rng: np.random.Generator
+    step: int = 0
+
+
+@dataclass
+class PCDResult:
+    """A fitted :class:`MaxEntModel`, the state to resume from, and the training history (one list
+    per quantity: ``step``, ``d_error`` and ``c_error`` (mean |expected - target| per table, as a
+    fraction of N), ``step_size`` and whatever the callback returned)."""
+
+    model: MaxEntModel
+    state: PCDState
+    history: dict = field(default_factory=dict)
+
+
+def _sample_nb_chains(model: MaxEntModel, tables: Sequence[Measurement], n_chains: int, rng: np.random.Generator) -> np.ndarray:
+    """Initial chains drawn from the Naive Bayes model of the single tables (uniform where a feature
+    has no single table)."""
+    dom = model.layout.domain
+    y = rng.random(n_chains) < _sigmoid(np.array(model.theta0))
+    chains = np.empty((n_chains, len(dom)), dtype=np.int64)
+    singles = {s[0]: sl for s, sl in zip(model.layout.scopes, model.layout.cell_slots) if len(s) == 1}
+    for j, v in enumerate(dom.variables):
+        K = dom.cards[j]
+        if v in singles:
+            sl = singles[v]
+            logp = np.where(y[:, None], model.mu[sl] + model.theta[sl], model.mu[sl])
+        else:
+            logp = np.zeros((n_chains, K))
+        chains[:, j] = _categorical(logp, rng)
+    return chains
+
+
+def _categorical(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One draw per row of softmax(logits), by inverse CDF."""
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    cdf = np.cumsum(p, axis=1)
+    u = rng.random(len(p)) * cdf[:, -1]
+    return np.minimum((cdf < u[:, None]).sum(axis=1), p.shape[1] - 1)
+
+
+class _Gibbs:
+    """One Gibbs sweep of every chain: label, then each feature given the others and the label."""
+
+    def __init__(self, layout: MaxEntLayout):
+        dom = layout.domain
+        self.layout = layout
+        self.cards = np.array(dom.cards)
+        self.off = np.concatenate([[0], np.cumsum(self.cards)[:-1]]).astype(np.int64)
+        self.width = int(self.cards.sum())
+
+    def interaction(self, vec: np.ndarray) -> np.ndarray:
+        """W with W[off_g + l, off_f + k] = the log-potential that state l of g adds to state k of f
+        (pair tables), and W[off_f + j, off_f + k] = single_f[k] for every j."""
+        W = np.zeros((self.width, self.width))
+        dom = self.layout.domain
+        for scope, sl in zip(self.layout.scopes, self.layout.cell_slots):
+            f = dom.index(scope[0])
+            bf = slice(self.off[f], self.off[f] + self.cards[f])
+            if len(scope) == 1:
+                W[bf, bf] += vec[sl][None, :]
+            else:
+                g = dom.index(scope[1])
+                bg = slice(self.off[g], self.off[g] + self.cards[g])
+                T = vec[sl].reshape(self.cards[f], self.cards[g])
+                W[bg, bf] += T.T
+                W[bf, bg] += T
+        return W
+
+    def sweep(self, chains: np.ndarray, y: np.ndarray, Wmu: np.ndarray, Wth: np.ndarray, rng: np.random.Generator) -> None:
+        n = len(chains)
+        # float32 halves the cost of the products; logits are O(10), far from float32's limits
+        H = np.zeros((n, self.width), dtype=np.float32)
+        rows = np.arange(n)
+        H[rows[:, None], self.off[None, :] + chains] = 1.0
+        yf = y.astype(np.float32)[:, None]
+        W = np.concatenate([Wmu, Wth], axis=1).astype(np.float32)
+        for f in range(len(self.cards)):
+            K, o = int(self.cards[f]), int(self.off[f])
+            block = np.concatenate([W[:, o : o + K], W[:, self.width + o : self.width + o + K]], axis=1)
+            L = H @ block
+            new = _categorical(L[:, :K] + yf * L[:, K:], rng)
+            H[:, o : o + K] = 0.0
+            H[rows, o + new] = 1.0
+            chains[:, f] = new
+
+
+def fit_maxent(
+    tables: Sequence[Measurement],
+    domain: Domain,
+    n: float | None = None,
+    n_chains: int = 10_000,
+    max_iter: int = 500,
+    l2_mu: float = 1.0,
+    l2_theta: float = 10.0,
+    step_mu: float | None = None,
+    step_theta: float | None = None,
+    rescaled: bool = True,
+    precondition: bool = True,
+    max_step: float = 1.0,
+    average: float = 0.3,
+    seed=None,
+    progress: bool = True,
+    model: MaxEntModel | None = None,
+    state: PCDState | None = None,
+    callback: Callable[[MaxEntModel, int], dict] | None = None,
+    callback_every: int = 10,
+) -> PCDResult:
+    """Fit the maximum-entropy model to aggregated tables by persistent contrastive divergence.
+
+    Parameters
+    ----------
+    tables : sequence of Measurement
+        Aggregated tables (``values`` = counts d, ``label_sums`` = c) over single features and pairs,
+        exact or noisy (Laplace / Gaussian), possibly hashed.
+    domain : Domain
+        The features (not the label).
+    n : float, optional
+        Number of records; default the tables' ``n``, else the mean of the single tables' totals.
+    n_chains : int
+        Persistent Gibbs chains (the paper: about 10% of N, 10k on Adult).
+    max_iter : int
+        Gradient steps (one Gibbs sweep each).
+    l2_mu, l2_theta : float
+        L2 penalties on mu and theta, in units of records (the loss is a sum over N records).
+    step_mu, step_theta : float, optional
+        Step sizes; default 1 / T for T tables (the paper's choice): every record sits in one cell of
+        each table, so T preconditioned steps of 1 / T add up to about one Newton step.
+    rescaled : bool
+        Use the rescaled pseudo-gradient (d / d_hat) c_hat - c for theta (Eq. 6).
+    precondition : bool
+        Divide each coordinate by its approximate Hessian diagonal: d_hat for mu; for theta the
+        sigmoid-variance weighted counts (times d / d_hat) with the rescaled gradient, whose x part
+        is divided out, and c_hat (the paper's choice) without it. Otherwise divide by N.
+    max_step : float
+        Largest change of any parameter in one step (guards cells that the chains rarely visit).
+    average : float
+        Return the average of the parameters over this final fraction of the steps (Polyak-Ruppert
+        averaging: with a constant step, PCD's iterates keep the chains' Monte Carlo noise; their
+        average does not). 0 returns the last iterate.
+    seed : int or numpy.random.Generator, optional
+    progress : bool
+        Show a tqdm progress bar.
+    model, state : optional
+        Warm start: continue from a fitted model and its chains (and generator).
+    callback : callable, optional
+        ``callback(model, step) -> dict`` every ``callback_every`` steps; its values are appended
+        to the history (e.g. a validation NLLH).
+
+    Returns
+    -------
+    PCDResult
+
+    Examples
+    --------
+    >>> from ppgm.aggregates import aggregate_records
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.integers(0, 2, size=(4000, 2)); y = (rng.random(4000) < 0.2 + 0.6 * x[:, 0]).astype(int)
+    >>> d = Domain(("a", "b"), (2, 2))
+    >>> tables = aggregate_records(x, y, d, [("a",), ("b",), ("a", "b")])
+    >>> fit = fit_maxent(tables, d, n_chains=2000, max_iter=100, seed=0, progress=False)
+    >>> np.round(fit.model.predict_proba(np.array([[0, 0], [1, 0]])), 1).tolist()
+    [0.2, 0.8]
+    """
+    tables = list(tables)
+    if not tables:
+        raise ValueError("tables: expected at least one aggregated table")
+    for k, t in enumerate(tables):
+        if t.label_sums is None:
+            raise ValueError(f"tables[{k}]: expected label sums (aggregated counts d and label sums c)")
+    for name, val in (("n_chains", n_chains), ("max_iter", max_iter)):
+        if int(val) < 1:
+            raise ValueError(f"{name}: expected a positive integer, got {val!r}")
+    for name, val in (("l2_mu", l2_mu), ("l2_theta", l2_theta)):
+        if not (np.isfinite(val) and val >= 0):
+            raise ValueError(f"{name}: expected a non-negative penalty, got {val!r}")
+    layout = model.layout if model is not None else MaxEntLayout.from_tables(domain, tables)
+    T = len(tables)
+    step_mu = 1.0 / T if step_mu is None else float(step_mu)
+    step_theta = 1.0 / T if step_theta is None else float(step_theta)
+    if n is None:
+        known = [t.n for t in tables if t.n is not None]
+        singles = [t.values.sum() for t in tables if len(t.variables) == 1] or [t.values.sum() for t in tables]
+        n = float(known[0]) if known else float(np.mean(singles))
+    if not n > 0:
+        raise ValueError(f"n: expected a positive record count, got {n!r}")
+    d_obs, c_obs = layout.stack(tables, "values"), layout.stack(tables, "label_sums")
+    noisy = [t for t in tables if t.noise != "none"]
+    pieces = np.cumsum([0] + [t.values.size for t in tables])
+    single_rows = np.concatenate([np.arange(pieces[i], pieces[i + 1]) for i, t in enumerate(tables) if len(t.variables) == 1] or [np.zeros(0, np.int64)])
+    n_single = sum(1 for t in tables if len(t.variables) == 1)
+    C_obs = float(c_obs[single_rows].sum() / n_single) if n_single else float(c_obs.sum() / T)
+
+    if model is None:
+        model = MaxEntModel.naive_bayes(layout, tables)
+    else:
+        model = MaxEntModel(layout, model.mu.copy(), model.theta.copy(), model.theta0)
+    if state is None:
+        rng = as_generator(seed)
+        state = PCDState(_sample_nb_chains(model, tables, int(n_chains), rng), rng, 0)
+    else:
+        state = PCDState(state.chains.copy(), state.rng, state.step)
+    gibbs = _Gibbs(layout)
+    scale = n / len(state.chains)
+    history: dict = {"step": [], "d_error": [], "c_error": [], "step_size": []}
+    S = layout.n_slots
+    if not 0 <= average < 1:
+        raise ValueError(f"average: expected a fraction in [0, 1), got {average!r}")
+    start_avg = int(max_iter) - int(round(average * int(max_iter)))
+    sums = [np.zeros_like(model.mu), np.zeros_like(model.theta), 0.0, 0]
+    slots = layout.slots(state.chains)
+    for it in tqdm(range(int(max_iter)), desc="PCD", disable=not progress, leave=False):
+        rng = state.rng
+        # Gibbs sweep: label given features, then every feature given the rest and the label
+        logit = model.theta0 + model.theta[slots].sum(axis=1)
+        y = rng.random(len(logit)) < _sigmoid(logit)
+        gibbs.sweep(state.chains, y, gibbs.interaction(model.mu), gibbs.interaction(model.theta), rng)
+        slots = layout.slots(state.chains)
+        sig = _sigmoid(model.theta0 + model.theta[slots].sum(axis=1))
+        flat = slots.ravel()
+        d_hat = np.bincount(flat, minlength=S) * scale
+        c_hat = np.bincount(flat, weights=np.repeat(sig, slots.shape[1]), minlength=S) * scale
+        h_hat = np.bincount(flat, weights=np.repeat(sig * (1 - sig), slots.shape[1]), minlength=S) * scale
+        d_t, c_t = _targets(tables, pieces, d_obs, c_obs, d_hat, c_hat, scale) if noisy else (d_obs, c_obs)
+        # gradients of the negative log-likelihood (+ L2)
+        g_mu = d_hat - d_t + 2 * l2_mu * model.mu
+        if rescaled:
+            ratio = (d_t + scale) / (d_hat + scale)
+            g_th = ratio * c_hat - c_t + 2 * l2_theta * model.theta
+            h_th = ratio * h_hat
+        else:
+            g_th = c_hat - c_t + 2 * l2_theta * model.theta
+            h_th = c_hat  # the joint model's curvature: theta_k also moves records into cell k
+        if precondition:
+            dir_mu = g_mu / (np.maximum(d_hat, scale) + 2 * l2_mu)
+            dir_th = g_th / (np.maximum(h_th, scale) + 2 * l2_theta)
+        else:
+            dir_mu, dir_th = g_mu / n, g_th / n
+        model.mu -= np.clip(step_mu * dir_mu, -max_step, max_step)
+        model.theta -= np.clip(step_theta * dir_th, -max_step, max_step)
+        C_t = C_obs if not noisy else float(np.clip(C_obs, 0.5, n - 0.5))
+        g0 = n * sig.mean() - C_t
+        model.theta0 -= float(np.clip(step_theta * g0 / max(n * (sig * (1 - sig)).mean(), 1.0), -max_step, max_step))
+        state.step += 1
+        if it >= start_avg and average > 0:
+            sums[0] += model.mu
+            sums[1] += model.theta
+            sums[2] += model.theta0
+            sums[3] += 1
+        history["step"].append(state.step)
+        history["d_error"].append(float(np.abs(d_hat - d_t).sum() / (n * T)))
+        history["c_error"].append(float(np.abs(c_hat - c_t).sum() / (n * T)))
+        history["step_size"].append(float(np.abs(step_theta * dir_th).max()))
+        if callback is not None and state.step % callback_every == 0:
+            for key, val in (callback(model, state.step) or {}).items():
+                history.setdefault(key, []).append((state.step, val))
+    if sums[3]:
+        model = MaxEntModel(layout, sums[0] / sums[3], sums[1] / sums[3], sums[2] / sums[3])
+    return PCDResult(model, state, history)
+
+
+def _targets(tables, pieces, d_obs, c_obs, d_hat, c_hat, scale) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior means of the true d and c given the noisy ones, with the model's current
+    expectations (and a Poisson-like variance plus the chains' Monte Carlo variance) as the prior."""
+    d_t, c_t = d_obs.copy(), c_obs.copy()
+    for i, t in enumerate(tables):
+        if t.noise == "none":
+            continue
+        sl = slice(pieces[i], pieces[i + 1])
+        var_d = d_hat[sl] * (1 + scale) + 1.0
+        var_c = c_hat[sl] * (1 + scale) + 1.0
+        d_t[sl] = t.posterior_mean(d_hat[sl], var_d, observed=d_obs[sl])
+        c_t[sl] = t.posterior_mean(c_hat[sl], var_c, observed=c_obs[sl])
+    d_t = np.clip(d_t, 0, None)
+    c_t = np.clip(c_t, 0, d_t)
+    return d_t, c_t

@@ -1,0 +1,199 @@
+"""MaxEnt from aggregates: gradients and Gibbs statistics against enumeration, the fixed point, Naive
+Bayes, the xor counter-example, reproducibility and warm starts, noisy targets."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from ppgm import Domain
+from ppgm.aggregates import aggregate_records, hash_buckets, release_aggregates, table_scopes
+from ppgm.maxent import MaxEntLayout, MaxEntModel, _Gibbs, _sigmoid, fit_maxent
+from ppgm.measurement import Measurement
+from ppgm.mechanisms import LaplaceMechanism
+
+
+def _tiny(seed=0, cards=(2, 3, 2), n=3000):
+    rng = np.random.default_rng(seed)
+    dom = Domain(tuple("abc"[: len(cards)]), cards)
+    x = np.stack([rng.integers(0, k, n) for k in cards], axis=1)
+    x[:, 1] = np.where(rng.random(n) < 0.5, x[:, 0] % cards[1], x[:, 1])  # some dependence
+    y = (rng.random(n) < _sigmoid(-1 + 1.5 * x[:, 0] - 0.7 * (x[:, 1] == 2) + x[:, 0] * x[:, 2])).astype(int)
+    tables = aggregate_records(x, y, dom, table_scopes(dom.variables, "all"))
+    return dom, x, y, tables
+
+
+def _exact_expectations(model):
+    """E[D], E[C] per slot (per record) by enumerating every (x, y)."""
+    J = model.joint_log_table()
+    P = np.exp(J - np.logaddexp.reduce(J.ravel()))
+    dom = model.layout.domain
+    X = np.array(list(itertools.product(*[range(k) for k in dom.cards])))
+    px = P.reshape(-1, 2)
+    slots = model.layout.slots(X)
+    d = np.zeros(model.layout.n_slots)
+    c = np.zeros(model.layout.n_slots)
+    for t in range(slots.shape[1]):
+        np.add.at(d, slots[:, t], px.sum(axis=1))
+        np.add.at(c, slots[:, t], px[:, 1])
+    return d, c, float(np.logaddexp.reduce(J.ravel()))
+
+
+def _loglik(model, tables, n):
+    """Exact log-likelihood of the aggregates (= of any data set with those aggregates)."""
+    lay = model.layout
+    d, c = lay.stack(tables, "values"), lay.stack(tables, "label_sums")
+    C = tables[0].label_sums.sum()
+    _, _, logz = _exact_expectations(model)
+    return float(d @ model.mu + c @ model.theta + C * model.theta0 - n * logz)
+
+
+def test_gradient_is_data_minus_expectation_by_finite_differences():
+    dom, x, y, tables = _tiny()
+    lay = MaxEntLayout.from_tables(dom, tables)
+    rng = np.random.default_rng(1)
+    model = MaxEntModel(lay, rng.normal(0, 0.3, lay.n_slots), rng.normal(0, 0.3, lay.n_slots), 0.2)
+    n = len(x)
+    Ed, Ec, _ = _exact_expectations(model)
+    grad_mu = lay.stack(tables, "values") - n * Ed
+    grad_th = lay.stack(tables, "label_sums") - n * Ec
+    h = 1e-5
+    for k in rng.choice(lay.n_slots, 6, replace=False):
+        for vec, grad in ((model.mu, grad_mu), (model.theta, grad_th)):
+            vec[k] += h
+            up = _loglik(model, tables, n)
+            vec[k] -= 2 * h
+            down = _loglik(model, tables, n)
+            vec[k] += h
+            assert (up - down) / (2 * h) == pytest.approx(grad[k], rel=1e-4, abs=1e-3)
+    # and the exact conditional is the logistic of the model
+    X = np.array(list(itertools.product(*[range(k) for k in dom.cards])))
+    J = model.joint_log_table().reshape(-1, 2)
+    np.testing.assert_allclose(model.predict_proba(X), np.exp(J[:, 1] - np.logaddexp(J[:, 0], J[:, 1])), atol=1e-12)
+
+
+def test_gibbs_chains_estimate_the_exact_expectations():
+    dom, x, y, tables = _tiny(cards=(3, 2, 3))
+    lay = MaxEntLayout.from_tables(dom, tables)
+    rng = np.random.default_rng(2)
+    model = MaxEntModel(lay, rng.normal(0, 0.6, lay.n_slots), rng.normal(0, 0.6, lay.n_slots), -0.3)
+    Ed, Ec, _ = _exact_expectations(model)
+    gibbs = _Gibbs(lay)
+    chains = np.stack([rng.integers(0, k, 100_000) for k in dom.cards], axis=1)
+    Wmu, Wth = gibbs.interaction(model.mu), gibbs.interaction(model.theta)
+    for _ in range(10):
+        s = lay.slots(chains)
+        yy = rng.random(len(chains)) < _sigmoid(model.theta0 + model.theta[s].sum(axis=1))
+        gibbs.sweep(chains, yy, Wmu, Wth, rng)
+    s = lay.slots(chains)
+    sig = _sigmoid(model.theta0 + model.theta[s].sum(axis=1))
+    d_hat = np.bincount(s.ravel(), minlength=lay.n_slots) / len(chains)
+    c_hat = np.bincount(s.ravel(), weights=np.repeat(sig, s.shape[1]), minlength=lay.n_slots) / len(chains)
+    assert np.abs(d_hat - Ed).max() < 0.01
+    assert np.abs(c_hat - Ec).max() < 0.01
+
+
+def test_fixed_point_reproduces_the_aggregates():
+    dom, x, y, tables = _tiny(n=20_000)
+    fit = fit_maxent(tables, dom, n_chains=20_000, max_iter=300, l2_mu=0.0, l2_theta=0.0, seed=0, progress=False)
+    Ed, Ec, _ = _exact_expectations(fit.model)
+    lay = fit.model.layout
+    n = len(x)
+    assert np.abs(n * Ed - lay.stack(tables, "values")).max() / n < 0.01
+    assert np.abs(n * Ec - lay.stack(tables, "label_sums")).max() / n < 0.01
+    assert fit.history["d_error"][-1] < 0.05 and len(fit.history["step"]) == 300
+
+
+def test_single_tables_give_naive_bayes():
+    rng = np.random.default_rng(3)
+    dom = Domain(("a", "b"), (3, 2))
+    x = np.stack([rng.integers(0, 3, 8000), rng.integers(0, 2, 8000)], axis=1)
+    y = (rng.random(8000) < 0.2 + 0.2 * x[:, 0]).astype(int)
+    tables = aggregate_records(x, y, dom, [("a",), ("b",)])
+    X = np.array(list(itertools.product(range(3), range(2))))
+    # Naive Bayes computed here from the raw rows (pseudo-count 0.5, as the closed form)
+    prior = np.log((y.sum() + 0.5) / (len(y) - y.sum() + 0.5))
+    lo = np.full(len(X), prior)
+    for j, k in enumerate(dom.cards):
+        for cls, sign in ((1, 1), (0, -1)):
+            counts = np.bincount(x[y == cls, j], minlength=k) + 0.5
+            lo += sign * np.log(counts / counts.sum())[X[:, j]]
+    nb = MaxEntModel.naive_bayes(MaxEntLayout.from_tables(dom, tables), tables)
+    np.testing.assert_allclose(nb.predict_proba(X), _sigmoid(lo), atol=1e-12)
+    fit = fit_maxent(tables, dom, n_chains=20_000, max_iter=150, l2_theta=0.0, l2_mu=0.0, seed=0, progress=False)
+    np.testing.assert_allclose(fit.model.predict_proba(X), _sigmoid(lo), atol=0.01)
+
+
+def test_xor_counter_example_gives_the_predicted_0_9_and_0_1():
+    """Sec. 4.2: X1, X2 fair coins, X3 = X1 xor X2, P(y = 1 | x) = 0.25 + 0.5 x3. Pairwise tables
+    cannot see the xor; the maximum-entropy model predicts 0.9 / 0.1 (exact aggregates, N = 1e6)."""
+    dom = Domain(("x1", "x2", "x3"), (2, 2, 2))
+    X = np.array([[a, b, a ^ b] for a in (0, 1) for b in (0, 1)])
+    p_y = 0.25 + 0.5 * X[:, 2]
+    n = 1e6
+    tables = []
+    for scope in table_scopes(dom.variables, "all"):
+        idx = [dom.index(v) for v in scope]
+        shape = dom.shape(scope)
+        d, c = np.zeros(shape), np.zeros(shape)
+        for row, p in zip(X, p_y):
+            d[tuple(row[idx])] += n / 4
+            c[tuple(row[idx])] += n / 4 * p
+        tables.append(Measurement(scope, d, n=n, label_sums=c))
+    fit = fit_maxent(tables, dom, n_chains=20_000, max_iter=300, l2_mu=0.0, l2_theta=0.0, seed=0, progress=False)
+    pred = fit.model.predict_proba(X)
+    np.testing.assert_allclose(pred, np.where(X[:, 2] == 1, 0.9, 0.1), atol=0.02)
+
+
+def test_same_seed_same_result_and_warm_start_continues_exactly():
+    dom, x, y, tables = _tiny()
+    kw = dict(n_chains=2000, seed=5, progress=False, average=0.0)
+    a = fit_maxent(tables, dom, max_iter=40, **kw)
+    b = fit_maxent(tables, dom, max_iter=40, **kw)
+    np.testing.assert_array_equal(a.model.theta, b.model.theta)
+    first = fit_maxent(tables, dom, max_iter=20, **kw)
+    resumed = fit_maxent(tables, dom, max_iter=20, model=first.model, state=first.state, **kw)
+    np.testing.assert_allclose(resumed.model.theta, a.model.theta, atol=1e-12)
+    assert resumed.state.step == 40
+
+
+def test_noisy_targets_shrink_towards_the_model():
+    dom, x, y, tables = _tiny(n=2000)
+    noisy = release_aggregates(tables, LaplaceMechanism(2.0), seed=0)
+    assert noisy[0].scale == pytest.approx(2 * len(tables) / 2.0)
+    fit = fit_maxent(noisy, dom, n_chains=4000, max_iter=100, seed=0, progress=False)
+    assert np.isfinite(fit.model.theta).all()
+    # the learned conditional stays a probability model and its base rate is near the data's
+    assert abs(fit.model.predict_proba(x).mean() - y.mean()) < 0.1
+
+
+def test_bad_input():
+    dom = Domain(("a",), (2,))
+    with pytest.raises(ValueError, match="negative"):
+        Measurement(("a",), [-1.0, 3.0], label_sums=[0.0, 1.0])
+    with pytest.raises(ValueError, match="c <= d"):
+        Measurement(("a",), [1.0, 3.0], label_sums=[2.0, 1.0])
+    with pytest.raises(ValueError, match="label_sums"):
+        Measurement(("a",), [1.0, 3.0], label_sums=[2.0])
+    with pytest.raises(ValueError, match="label sums"):
+        fit_maxent([Measurement(("a",), [1.0, 3.0])], dom)
+    with pytest.raises(ValueError, match="binary"):
+        aggregate_records([[0], [1]], [0, 2], dom, [("a",)])
+    with pytest.raises(ValueError, match="pairs"):
+        table_scopes(["a", "b"], pairs=[("a", "z")])
+    with pytest.raises(ValueError, match="average"):
+        fit_maxent(aggregate_records([[0], [1]], [0, 1], dom, [("a",)]), dom, average=1.0)
+
+
+def test_hashing_is_reproducible_and_keeps_totals():
+    rng = np.random.default_rng(0)
+    dom = Domain(("a", "b"), (20, 30))
+    x = np.stack([rng.integers(0, 20, 5000), rng.integers(0, 30, 5000)], axis=1)
+    y = rng.integers(0, 2, 5000)
+    t1 = aggregate_records(x, y, dom, [("a",), ("b",), ("a", "b")], hash_size=64, hash_seed=3)
+    t2 = aggregate_records(x, y, dom, [("a",), ("b",), ("a", "b")], hash_size=64, hash_seed=3)
+    assert t1[2].values.shape == (64,) and t1[2].values.sum() == 5000 and t1[2].label_sums.sum() == y.sum()
+    np.testing.assert_array_equal(t1[2].buckets, t2[2].buckets)
+    np.testing.assert_array_equal(hash_buckets(600, 64, 3), hash_buckets(600, 64, 3))
+    fit = fit_maxent(t1, dom, n_chains=1000, max_iter=10, seed=0, progress=False)
+    assert fit.model.layout.n_slots == 20 + 30 + 64
