@@ -269,6 +269,15 @@ class MERResult:
     marginals, log_potentials : dict (discrete)
         Fitted clique marginals of the junction tree; node and edge log-potentials of the
         equivalent pairwise model (from the dual values).
+
+    Examples
+    --------
+    >>> from ppgm.mer_gaussian import GaussianMER
+    >>> from ppgm.sample_sets import Moments
+    >>> nodes = [Moments((v,), np.eye(1), 200) for v in "ab"]
+    >>> res = GaussianMER("ab", nodes, [Moments(("a", "b"), [[1, .6], [.6, 1]], 200)]).mer(gamma=0.05)
+    >>> res.program, res.edges(), round(float(res.covariance[0, 1]), 2)
+    ('mer', [('a', 'b')], 0.67)
     """
 
     kind: str
