@@ -257,6 +257,32 @@ def aggregate(
     return agg
 
 
+def quadratic_one_hot(codes: np.ndarray, cards: Sequence[int]):
+    """Sparse one-hot design of the quadratic logistic: every feature, then every pair's cross.
+
+    The raw-data counterpart of the aggregates (the logistic skyline of the MaxEnt paper).
+
+    Examples
+    --------
+    >>> quadratic_one_hot(np.array([[0, 1], [1, 0]]), [2, 2]).toarray().tolist()
+    [[1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0]]
+    """
+    import scipy.sparse as sp
+
+    codes = np.asarray(codes)
+    n, F = codes.shape
+    cols, offset = [], 0
+    for f in range(F):
+        cols.append(codes[:, f] + offset)
+        offset += cards[f]
+    for f in range(F):
+        for g in range(f + 1, F):
+            cols.append(codes[:, f] * cards[g] + codes[:, g] + offset)
+            offset += cards[f] * cards[g]
+    idx = np.stack(cols, axis=1)
+    return sp.csr_matrix((np.ones(idx.size), idx.ravel(), np.arange(0, idx.size + 1, idx.shape[1])), shape=(n, offset))
+
+
 class _Params:
     """get_params / set_params from the __init__ signature (scikit-learn's convention)."""
 

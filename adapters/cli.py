@@ -16,6 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="run the end-to-end demo on generated and bundled data and print a report")
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    demo.add_argument("--plots", metavar="DIR", default=None, help="also write the figures as PNG files into DIR")
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
         warnings.filterwarnings("ignore", category=FutureWarning)
         from .demo import run_demo
 
-        run_demo(seed=args.seed, progress=not args.no_progress)
+        run_demo(seed=args.seed, progress=not args.no_progress, plots=args.plots)
     return 0
 
 

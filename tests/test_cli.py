@@ -10,12 +10,21 @@ def test_help_lists_demo():
     assert "demo" in out.stdout
 
 
-def test_demo_report_has_every_step_and_small_errors():
+def test_demo_report_has_every_step_and_small_errors(tmp_path):
     lines = []
-    run_demo(seed=1, progress=False, out=lines.append)
+    run_demo(seed=1, progress=False, out=lines.append, plots=tmp_path / "figs")
     text = "\n".join(lines)
-    for title in ("Exact inference", "Sampling, KL", "Loopy belief propagation", "Robust CPTs", "differentially private"):
+    for title in ("Exact inference", "Sampling, KL", "Loopy belief propagation", "Robust CPTs", "differentially private",
+                  "inconsistent sample sets", "aggregated tables only"):
         assert title in text
+    pngs = sorted(p.name for p in (tmp_path / "figs").glob("*.png"))
+    assert pngs == ["inference_error.png", "maxent_training_curve.png", "mer_graph.png", "private_tables_kl.png", "robust_filter_tv.png"]
+    graph_line = next(l for l in lines if l.strip().startswith("graph:"))
+    assert "recall 1.00" in graph_line
+    nllh_line = next(l for l in lines if "test NLLH: MaxEnt" in l)
+    ours = float(nllh_line.split("aggregates ")[1].split(" ")[0])
+    nb = float(nllh_line.split("Naive Bayes ")[1])
+    assert ours > 0.39 and ours > nb + 0.1
     kl_line = next(l for l in lines if "KL(true || learned)" in l)
     naive_kl = float(kl_line.split("naive MLE ")[1].split(" ")[0])
     cgm_kl = float(kl_line.split("CGM-EM ")[1].split(" ")[0])
