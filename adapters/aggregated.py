@@ -329,7 +329,7 @@ class MaxEntClassifier(_Params):
         n_chains: int = 10_000,
         max_iter: int = 500,
         l2_mu: float = 1.0,
-        l2_theta: float = 10.0,
+        l2_theta: float = 30.0,
         step_mu: float | None = None,
         step_theta: float | None = None,
         rescaled: bool = True,

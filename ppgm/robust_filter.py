@@ -98,12 +98,13 @@ def _diagonal_blocks(parts, layout: CPTLayout, n: int) -> list:
     return blocks
 
 
-def _top_eigenpair(Z: sp.csr_matrix, blocks: list, n: int, rng: np.random.Generator, tol: float):
-    m = Z.shape[1]
+def _top_eigenpair(gram, m: int, blocks: list, n: int, rng: np.random.Generator, tol: float):
+    """Eigenpair of largest magnitude of (Z'Z / n with its diagonal blocks removed), where
+    ``gram(u) = Z'(Z u)``: a local product here, a map-reduce over partitions on Dask."""
 
     def matvec(u):
         u = np.asarray(u).ravel()
-        out = (Z.T @ (Z @ u)) / n
+        out = gram(u) / n
         for base, ncfg, w, B in blocks:
             seg = slice(base, base + ncfg * w)
             out[seg] -= np.einsum("aij,aj->ai", B, u[seg].reshape(ncfg, w)).ravel()
@@ -210,7 +211,7 @@ def filter_known_topology(
         counts = layout.counts(rec, configs, rows)
         q = conditional_probabilities(counts)
         Z, parts = _centred_matrix(rec, configs, layout, q, rows)
-        lam, v = _top_eigenpair(Z, _diagonal_blocks(parts, layout, n), n, rng, tol)
+        lam, v = _top_eigenpair(lambda u: Z.T @ (Z @ u), layout.m, _diagonal_blocks(parts, layout, n), n, rng, tol)
         if rows is None:
             rows = np.arange(N)
         scores = np.abs(Z @ v) if layout.m else np.zeros(n)
