@@ -12,6 +12,7 @@ from .private import CGMEstimator, NaiveMLEEstimator, NoisyFactor, NoisyTables, 
 from .robust import RobustFilter
 from .mer import MERFit, ini, mer
 from .aggregated import Aggregates, FeatureEncoder, MaxEntClassifier, aggregate
+from .dask_backend import dask_runner, filter_dask, sample_partitions
 from ppgm.mechanisms import BudgetExceeded, GaussianMechanism, LaplaceMechanism, PrivacyAccountant
 from .models import (
     bayes_from_pgmpy,
@@ -38,6 +39,9 @@ __all__ = [
     "FeatureEncoder",
     "MaxEntClassifier",
     "aggregate",
+    "dask_runner",
+    "filter_dask",
+    "sample_partitions",
     "load_adult",
     "ini",
     "mer",

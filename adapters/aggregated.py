@@ -185,7 +185,8 @@ def aggregate(
 
     Parameters
     ----------
-    df : pandas.DataFrame
+    df : pandas.DataFrame or dask.dataframe.DataFrame
+        A Dask DataFrame is aggregated partition by partition on its workers (same tables).
     features : sequence of column names, optional
         Default: every column but ``label``.
     label : str
@@ -219,6 +220,12 @@ def aggregate(
     >>> agg.tables[0].values.tolist(), agg.tables[0].label_sums.tolist()
     ([2.0, 2.0], [0.0, 2.0])
     """
+    from .dask_backend import aggregate_dask, is_dask
+
+    if is_dask(df):  # encoders from distributed summaries, counts per partition on the workers
+        if int(bins) < 2:
+            raise ValueError(f"bins: expected at least 2 bins, got {bins!r}")
+        return aggregate_dask(df, features, label, pairs, bins, hash_size, mechanism, seed, positive, accountant, publish_n)
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df: expected a pandas DataFrame, got {type(df).__name__}")
     if label not in df.columns:
@@ -308,7 +315,9 @@ class MaxEntClassifier(_Params):
 
     Parameters follow :func:`ppgm.maxent.fit_maxent`; ``noise_model=False`` treats noisy aggregates
     as exact (clipped to 0 <= c <= d), the baseline the noise model is compared with. ``warm_start``
-    continues from the previous fit's parameters, chains and generator.
+    continues from the previous fit's parameters, chains and generator. ``n_shards`` splits the
+    chains into shards with their own generators; with a Dask ``client`` the shards live on its
+    workers (same result as in memory with the same ``n_shards``).
 
     Attributes (after ``fit``): ``model_`` (engine :class:`ppgm.maxent.MaxEntModel`), ``state_``,
     ``history_`` (per step: ``d_error``, ``c_error``, ``step_size``; and ``nllh`` on ``eval_set``),
@@ -339,6 +348,8 @@ class MaxEntClassifier(_Params):
         seed=0,
         progress: bool = True,
         warm_start: bool = False,
+        n_shards: int = 1,
+        client=None,
     ) -> None:
         self.n_chains = n_chains
         self.max_iter = max_iter
@@ -353,6 +364,8 @@ class MaxEntClassifier(_Params):
         self.seed = seed
         self.progress = progress
         self.warm_start = warm_start
+        self.n_shards = n_shards
+        self.client = client
 
     def fit(self, aggregates: Aggregates, eval_set: pd.DataFrame | None = None, eval_every: int = 10) -> "MaxEntClassifier":
         """Learn from ``aggregates``; ``eval_set`` (rows with the label) adds an NLLH curve to ``history_``."""
@@ -368,6 +381,8 @@ class MaxEntClassifier(_Params):
         warm = self.warm_start and hasattr(self, "model_")
         if warm and tuple(aggregates.features) != tuple(self.feature_names_in_):
             raise ValueError("aggregates: warm_start needs the same features as the previous fit")
+        from .dask_backend import dask_runner
+
         callback = None
         if eval_set is not None:
             codes, y = aggregates.encode(eval_set), aggregates.labels(eval_set)
@@ -377,7 +392,8 @@ class MaxEntClassifier(_Params):
             l2_mu=self.l2_mu, l2_theta=self.l2_theta, step_mu=self.step_mu, step_theta=self.step_theta,
             rescaled=self.rescaled, precondition=self.precondition, average=self.average, seed=self.seed,
             progress=self.progress, model=self.model_ if warm else None, state=self.state_ if warm else None,
-            callback=callback, callback_every=eval_every,
+            callback=callback, callback_every=eval_every, n_shards=self.n_shards,
+            runner=None if self.client is None else dask_runner(self.client),
         )
         if warm:
             for k, v in result.history.items():

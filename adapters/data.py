@@ -111,8 +111,9 @@ def contingency_tables(
 
     Parameters
     ----------
-    data : pandas.DataFrame
-        One record per row; the columns named in ``cliques`` are counted.
+    data : pandas.DataFrame or dask.dataframe.DataFrame
+        One record per row; the columns named in ``cliques`` are counted. A Dask DataFrame is
+        counted partition by partition on its workers (same counts).
     cliques : sequence of sequences of column names
     state_names : mapping, optional
         ``{column: states}``; a column not given takes its sorted observed values.
@@ -126,6 +127,16 @@ def contingency_tables(
     >>> contingency_tables(df, [("A", "B")])[0].values.tolist()
     [[1.0, 1.0], [0.0, 1.0]]
     """
+    from .dask_backend import is_dask, tables_dask
+
+    if is_dask(data):  # per-partition bincounts on the workers, summed
+        if weights is not None:
+            raise ValueError("weights: not supported for Dask data; add a weight column and aggregate it yourself")
+        dom, values = tables_dask(data, cliques, state_names)
+        return [
+            DiscreteFactor(list(c), list(v.shape), v.astype(float), state_names={x: list(dom.state_names[x]) for x in c})
+            for c, v in zip([tuple(c) for c in cliques], values)
+        ]
     cliques, dom = clique_domain(data, cliques, state_names)
     tables = _engine_tables(encode(data, dom), dom, cliques, weights=weights)
     return [

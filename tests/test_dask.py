@@ -1,0 +1,111 @@
+"""Dask scale-out on a LocalCluster with 2 worker processes: the same results as the in-memory path."""
+
+import os
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+distributed = pytest.importorskip("distributed")
+dd = pytest.importorskip("dask.dataframe")
+da = pytest.importorskip("dask.array")
+
+from ppgm import total_variation  # noqa: E402
+from ppgm.adapters import (  # noqa: E402
+    MaxEntClassifier,
+    aggregate,
+    bayes_from_pgmpy,
+    contingency_tables,
+    filter_dask,
+    load_adult,
+    load_bif_example,
+    sample,
+    sample_partitions,
+)
+from ppgm.maxent import fit_maxent  # noqa: E402
+from ppgm.robust_filter import filter_known_topology  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+def test_tables_and_aggregates_match_the_in_memory_path(client):
+    asia = load_bif_example("asia")
+    ddf = sample_partitions(asia, 20_000, 5, seed=0)
+    df = ddf.compute()
+    cliques = [("smoke", "lung"), ("either",), ("xray", "dysp", "either")]
+    ours, ref = contingency_tables(ddf, cliques), contingency_tables(df, cliques)
+    for a, b in zip(ours, ref):
+        assert a.state_names == b.state_names
+        np.testing.assert_array_equal(a.values, b.values)
+    train, _ = load_adult()
+    adult = dd.from_pandas(train, npartitions=4)
+    agg_d, agg_m = aggregate(adult, label="income"), aggregate(train, label="income")
+    assert agg_d.features == agg_m.features and agg_d.n == agg_m.n
+    for f in agg_m.features:
+        assert agg_d.encoders[f].states == agg_m.encoders[f].states
+    for a, b in zip(agg_d, agg_m):
+        np.testing.assert_array_equal(a.values, b.values)
+        np.testing.assert_array_equal(a.label_sums, b.label_sums)
+
+
+def test_sampling_in_partitions_is_seeded():
+    asia = load_bif_example("asia")
+    a = sample_partitions(asia, 3000, 3, seed=7, codes=True).compute(scheduler="sync")
+    b = sample_partitions(asia, 3000, 3, seed=7, codes=True).compute(scheduler="sync")
+    assert a.shape == (3000, 8)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_pcd_shards_on_workers_equal_the_in_memory_shards(client):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.integers(0, 3, 4000), "b": rng.integers(0, 2, 4000)})
+    df["y"] = (rng.random(4000) < 0.2 + 0.2 * df["a"]).astype(int)
+    agg = aggregate(df, label="y")
+    kw = dict(n_chains=3000, max_iter=15, progress=False, n_shards=2, seed=3)
+    local = MaxEntClassifier(**kw).fit(agg)
+    remote = MaxEntClassifier(client=client, **kw).fit(agg)
+    np.testing.assert_array_equal(local.model_.theta, remote.model_.theta)
+    np.testing.assert_array_equal(local.state_.chains, remote.state_.chains)
+    one = MaxEntClassifier(**dict(kw, n_shards=1)).fit(agg)
+    assert not np.array_equal(one.model_.theta, local.model_.theta)  # the sharding is part of the seed
+
+
+def test_filter_on_partitions_matches_the_in_memory_filter(client):
+    asia = load_bif_example("asia")
+    bn = bayes_from_pgmpy(asia)
+    rec = sample_partitions(asia, 40_000, 4, seed=1, codes=True).compute(scheduler="sync")
+    bad = np.random.default_rng(2).random(len(rec)) < 0.1
+    rec[bad] = 0  # the adversary writes the first state everywhere
+    darr = da.from_array(rec, chunks=(10_000, -1))
+    res_d = filter_dask(darr, bn.domain, bn.parents, 0.1, mode="iterative", rounds=2, seed=0, client=client)
+    res_m = filter_known_topology(rec, bn.domain, bn.parents, 0.1, mode="iterative", rounds=2, seed=0, progress=False)
+    mask = res_d.inlier_mask.compute()
+    assert int((~mask).sum()) == int((~res_m.inlier_mask).sum())
+    assert [h["eigenvalue"] for h in res_d.history][0] == pytest.approx(res_m.history[0]["eigenvalue"], rel=1e-6)
+    assert total_variation(res_d.model, res_m.model, method="exact") < 0.01
+    assert total_variation(res_d.model, bn, method="exact") < total_variation(
+        filter_known_topology(rec, bn.domain, bn.parents, 0.1, mode="single_pass", seed=0, progress=False).model, bn, method="exact") + 0.05
+
+
+def test_a_killed_worker_is_recovered_by_dask(client):
+    asia = load_bif_example("asia")
+    ddf = sample_partitions(asia, 60_000, 12, seed=4)
+    ref = contingency_tables(ddf.compute(scheduler="sync"), [("smoke", "bronc")])[0].values
+    pids = list(client.run(os.getpid).values())
+
+    def kill_one():
+        time.sleep(0.3)
+        os.kill(pids[0], 9)
+
+    threading.Thread(target=kill_one).start()
+    got = contingency_tables(ddf, [("smoke", "bronc")])[0].values
+    np.testing.assert_array_equal(got, ref)
+    client.wait_for_workers(2, timeout=60)
