@@ -276,7 +276,22 @@ def _second(pair):
 
 def dask_runner(client=None):
     """A ``runner`` for :func:`ppgm.maxent.fit_maxent` (and ``MaxEntClassifier(client=...)``) that
-    keeps the chains on the workers of ``client`` (default: the current Dask client)."""
+    keeps the chains on the workers of ``client`` (default: the current Dask client).
+
+    Examples
+    --------
+    >>> from distributed import Client
+    >>> from ppgm.aggregates import aggregate_records
+    >>> from ppgm.maxent import fit_maxent
+    >>> d = Domain(("a",), (2,))
+    >>> tables = aggregate_records([[0], [1]] * 50, [0, 1] * 50, d, [("a",)])
+    >>> with Client(processes=False, dashboard_address=None) as client:
+    ...     remote = fit_maxent(tables, d, n_chains=100, max_iter=5, n_shards=2, seed=0, progress=False,
+    ...                         runner=dask_runner(client))
+    >>> local = fit_maxent(tables, d, n_chains=100, max_iter=5, n_shards=2, seed=0, progress=False)
+    >>> bool(np.array_equal(remote.model.theta, local.model.theta))
+    True
+    """
     return lambda shards, layout: DaskChains(shards, layout, client)
 
 
@@ -357,6 +372,19 @@ def filter_dask(
     on the score (64 small count reductions); ties at the threshold are dropped in partition order
     (the in-memory path breaks them by a seeded shuffle, so the two can differ in which of equal
     scores go). The returned ``inlier_mask`` is a Dask array.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from distributed import Client
+    >>> from ppgm.random_models import random_bayesian_network
+    >>> bn = random_bayesian_network(5, 2, seed=0)
+    >>> x = da.from_array(_engine_sample(bn, 4000, seed=1), chunks=(1000, -1))
+    >>> with Client(processes=False, dashboard_address=None) as client:
+    ...     res = filter_dask(x, bn.domain, bn.parents, 0.05, mode="single_pass", seed=0, client=client)
+    ...     removed = int((~res.inlier_mask).sum().compute())
+    >>> removed, res.history[0]["removed"]
+    (200, 200)
     """
     import dask.array as da
 

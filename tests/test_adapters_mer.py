@@ -26,7 +26,7 @@ def test_gaussian_mer_recovers_cycle_and_exports_linear_gaussian_bn():
     mean, cov = bn.to_joint_gaussian()
     order = list(__import__("networkx").topological_sort(bn))
     idx = [fit.variables.index(v) for v in order]
-    np.testing.assert_allclose(cov, fit.covariance[np.ix_(idx, idx)], atol=1e-8)
+    np.testing.assert_allclose(cov, fit.covariance[np.ix_(idx, idx)], atol=1e-4)  # coefficients below 1e-5 dropped
     np.testing.assert_allclose(mean, [fit.means[v] for v in order], atol=1e-8)
     again = fit.refit(gamma_ratio=2)
     assert again.gamma == pytest.approx(2 * fit.s_tilde) and again.program_ is fit.program_
