@@ -9,7 +9,7 @@ KL(true || learned) in nats, mean edge-marginal total variation, wall time.
 Regularisation and stopping, fixed for all cells:
   non-private MLE  exact tables / N, l2 = 1/N, L-BFGS to gradient 1e-7 (at most 1000 iterations)
   naive MLE        simplex-projected y / N, l2 = 1/N, same stopping
-  CGM-EM           defaults: l2 = 1/N in the M-step, dual E-step (L-BFGS-B, gradient 1e-9 relative to N,
+  CGM-EM           defaults: noise-aware l2 (0.1/N .. 1/N, ppgm.cgm.noise_aware_l2) in the M-step, dual E-step (L-BFGS-B, gradient 1e-9 relative to N,
                    at most 500 iterations, warm-started), 100 M-step iterations, 30 EM iterations
                    (or marginal change < 1e-6). Looser E-steps (50 iterations, 1e-7) are 3x faster but
                    lose badly at N = 1e6, eps = 0.1 (KL 1.19 instead of 0.08).
