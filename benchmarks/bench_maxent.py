@@ -45,7 +45,8 @@ from ppgm import Domain, Measurement, nllh  # noqa: E402
 from ppgm.adapters import LaplaceMechanism, MaxEntClassifier, aggregate, load_adult  # noqa: E402
 from ppgm.adapters.aggregated import quadratic_one_hot  # noqa: E402
 from ppgm.aggregates import aggregate_records, table_scopes  # noqa: E402
-from ppgm.maxent import MaxEntLayout, MaxEntModel, _sigmoid, fit_maxent  # noqa: E402
+from ppgm.maxent import MaxEntLayout, MaxEntModel, fit_maxent  # noqa: E402
+from ppgm.random_models import xor_aggregates  # noqa: E402
 
 
 def logistic_skyline(agg, train, test, seed=0):
@@ -177,18 +178,8 @@ def synthetic(seed=0, n=200_000):
 
 
 def xor():
-    dom = Domain(("x1", "x2", "x3"), (2, 2, 2))
+    dom, tables = xor_aggregates(1e6)
     X = np.array([[a, b, a ^ b] for a in (0, 1) for b in (0, 1)])
-    p_y = 0.25 + 0.5 * X[:, 2]
-    n = 1e6
-    tables = []
-    for scope in table_scopes(dom.variables, "all"):
-        idx = [dom.index(v) for v in scope]
-        d, c = np.zeros(dom.shape(scope)), np.zeros(dom.shape(scope))
-        for row, p in zip(X, p_y):
-            d[tuple(row[idx])] += n / 4
-            c[tuple(row[idx])] += n / 4 * p
-        tables.append(Measurement(scope, d, n=n, label_sums=c))
     fit = fit_maxent(tables, dom, l2_mu=0.0, l2_theta=0.0, seed=0, progress=False)
     pred = fit.model.predict_proba(X)
     return (

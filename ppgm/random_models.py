@@ -145,3 +145,32 @@ def overlapping_sample_sets(cov: np.ndarray, windows=(3, 5), extra: int = 3, ext
         rows = rng.multivariate_normal(np.zeros(len(ix)), cov[np.ix_(ix, ix)], size=m)
         out.append((ix, rows))
     return out
+
+
+def xor_aggregates(n: float = 1e6):
+    """Exact aggregates of the MaxEnt paper's counter-example (Sec. 4.2): X1, X2 fair coins,
+    X3 = X1 xor X2, P(y = 1 | x) = 0.25 + 0.5 x3; every single and pair table, expected counts for
+    ``n`` records. Pairwise tables cannot see the xor: the maximum-entropy model predicts 0.9 / 0.1
+    where the truth is 0.75 / 0.25. Returns ``(domain, tables)``.
+
+    Examples
+    --------
+    >>> dom, tables = xor_aggregates(100)
+    >>> len(tables), tables[-1].variables, tables[-1].label_sums.tolist()
+    (6, ('x2', 'x3'), [[6.25, 18.75], [6.25, 18.75]])
+    """
+    from .aggregates import table_scopes
+    from .measurement import Measurement
+
+    dom = Domain(("x1", "x2", "x3"), (2, 2, 2))
+    X = np.array([[a, b, a ^ b] for a in (0, 1) for b in (0, 1)])
+    p_y = 0.25 + 0.5 * X[:, 2]
+    tables = []
+    for scope in table_scopes(dom.variables, "all"):
+        idx = [dom.index(v) for v in scope]
+        d, c = np.zeros(dom.shape(scope)), np.zeros(dom.shape(scope))
+        for row, p in zip(X, p_y):
+            d[tuple(row[idx])] += n / 4
+            c[tuple(row[idx])] += n / 4 * p
+        tables.append(Measurement(scope, d, n=float(n), label_sums=c))
+    return dom, tables

@@ -10,6 +10,7 @@ from ppgm import Domain
 from ppgm.aggregates import aggregate_records, hash_buckets, release_aggregates, table_scopes
 from ppgm.maxent import MaxEntLayout, MaxEntModel, _Gibbs, _sigmoid, fit_maxent
 from ppgm.measurement import Measurement
+from ppgm.random_models import xor_aggregates
 from ppgm.mechanisms import LaplaceMechanism
 
 
@@ -127,19 +128,8 @@ def test_single_tables_give_naive_bayes():
 def test_xor_counter_example_gives_the_predicted_0_9_and_0_1():
     """Sec. 4.2: X1, X2 fair coins, X3 = X1 xor X2, P(y = 1 | x) = 0.25 + 0.5 x3. Pairwise tables
     cannot see the xor; the maximum-entropy model predicts 0.9 / 0.1 (exact aggregates, N = 1e6)."""
-    dom = Domain(("x1", "x2", "x3"), (2, 2, 2))
+    dom, tables = xor_aggregates(1e6)
     X = np.array([[a, b, a ^ b] for a in (0, 1) for b in (0, 1)])
-    p_y = 0.25 + 0.5 * X[:, 2]
-    n = 1e6
-    tables = []
-    for scope in table_scopes(dom.variables, "all"):
-        idx = [dom.index(v) for v in scope]
-        shape = dom.shape(scope)
-        d, c = np.zeros(shape), np.zeros(shape)
-        for row, p in zip(X, p_y):
-            d[tuple(row[idx])] += n / 4
-            c[tuple(row[idx])] += n / 4 * p
-        tables.append(Measurement(scope, d, n=n, label_sums=c))
     fit = fit_maxent(tables, dom, n_chains=20_000, max_iter=300, l2_mu=0.0, l2_theta=0.0, seed=0, progress=False)
     pred = fit.model.predict_proba(X)
     np.testing.assert_allclose(pred, np.where(X[:, 2] == 1, 0.9, 0.1), atol=0.02)
