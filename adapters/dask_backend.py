@@ -362,6 +362,7 @@ def filter_dask(
     seed=None,
     tol: float = 1e-6,
     client=None,
+    progress: bool = True,
 ) -> FilterResult:
     """:func:`ppgm.robust_filter.filter_known_topology` (modes ``single_pass`` / ``iterative``) on a
     Dask array of integer codes, without collecting the rows on the client.
@@ -371,7 +372,7 @@ def filter_dask(
     scores |Z v| stay on the workers and the ``epsilon N / rounds`` largest are found by bisection
     on the score (64 small count reductions); ties at the threshold are dropped in partition order
     (the in-memory path breaks them by a seeded shuffle, so the two can differ in which of equal
-    scores go). The returned ``inlier_mask`` is a Dask array.
+    scores go). The returned ``inlier_mask`` is a Dask array; ``history`` has one entry per round.
 
     Examples
     --------
@@ -405,7 +406,9 @@ def filter_dask(
     n_rounds = 1 if mode == "single_pass" else int(rounds)
     total_drop = int(np.ceil(epsilon * N))
     history = []
-    for r in range(n_rounds):
+    from tqdm.auto import tqdm
+
+    for r in tqdm(range(n_rounds), desc="robust filter (Dask)", disable=not progress, leave=False):
         counts = client.submit(_sum_lists_tree, client.map(_part_counts, recs, keeps, layout=layout_f)).result()
         q = conditional_probabilities(counts)
         zr = client.map(_part_matrix, recs, keeps, layout=layout_f, q=q, pure=False)

@@ -81,7 +81,7 @@ def run_one(kind: str, where: str, n: int) -> dict:
             codes = sample_partitions(alarm, n, parts, seed=0, codes=True)
             blocks = [da.from_delayed(dask.delayed(corrupt)(b, i), shape=(c, len(bn.domain)), dtype=np.int64)
                       for i, (b, c) in enumerate(zip(codes.to_delayed().ravel(), codes.chunks[0]))]
-            res = filter_dask(da.concatenate(blocks), bn.domain, bn.parents, 0.1, mode="single_pass", seed=0, client=client)
+            res = filter_dask(da.concatenate(blocks), bn.domain, bn.parents, 0.1, mode="single_pass", seed=0, client=client, progress=False)
             out["removed"] = res.history[0]["removed"]
         else:
             codes = sample_partitions(alarm, n, parts, seed=0, codes=True)

@@ -85,7 +85,7 @@ def test_filter_on_partitions_matches_the_in_memory_filter(client):
     bad = np.random.default_rng(2).random(len(rec)) < 0.1
     rec[bad] = 0  # the adversary writes the first state everywhere
     darr = da.from_array(rec, chunks=(10_000, -1))
-    res_d = filter_dask(darr, bn.domain, bn.parents, 0.1, mode="iterative", rounds=2, seed=0, client=client)
+    res_d = filter_dask(darr, bn.domain, bn.parents, 0.1, mode="iterative", rounds=2, seed=0, client=client, progress=False)
     res_m = filter_known_topology(rec, bn.domain, bn.parents, 0.1, mode="iterative", rounds=2, seed=0, progress=False)
     mask = res_d.inlier_mask.compute()
     assert int((~mask).sum()) == int((~res_m.inlier_mask).sum())
