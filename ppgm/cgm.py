@@ -253,6 +253,7 @@ def cgm_em(
     estep_iter: int = 500,
     estep_tol: float = 1e-9,
     adaptive_estep: bool = True,
+    mstep_tol: float = 1e-8,
 ) -> CGMResult:
     """EM for collective graphical models (Algorithm 2): learn a Markov network whose cliques are the
     measured ones from noisy clique tables alone.
@@ -289,6 +290,8 @@ def cgm_em(
         ones as it converges. On the 10 x 10 chain it halves the E-step evaluations or better (N = 1e6,
         eps = 0.1: 929 instead of 1943; N = 1e5, eps = 1: 3436 instead of 8218) with the same KL
         (0.0898 vs 0.0902; 0.0912 vs 0.0912).
+    mstep_tol : float
+        Gradient tolerance of each M-step (per record).
     mstep_iter : int
         L-BFGS iterations per M-step, warm-started from the previous parameters (a generalised EM
         step: it improves the M-step objective without solving it to the end every time).
@@ -337,7 +340,7 @@ def cgm_em(
         # M-step from theta - lambda: its marginals are the E-step's exactly, so it is the optimum
         # without the L2 term and the penalised optimum is close (the M-step then takes a few steps).
         start = theta - lam if lam is not None else theta
-        fit = fit_marginals(domain, targets, l2=l2, init=P.model(start), oracle=oracle, tol=1e-8, max_iter=mstep_iter)
+        fit = fit_marginals(domain, targets, l2=l2, init=P.model(start), oracle=oracle, tol=mstep_tol, max_iter=mstep_iter)
         theta = P.join([f.values for f in fit.model.factors])
         if lam is not None:  # keep theta' = theta - lambda where the last E-step left it: a close warm start
             lam = lam + (theta - theta_in)
