@@ -148,3 +148,21 @@ def release_aggregates(
         )
         for i, t in enumerate(tables)
     ]
+
+
+def treat_as_exact(tables: Sequence[Measurement]) -> list[Measurement]:
+    """Noisy aggregated tables read as if they were exact: counts clipped at 0 and label sums to
+    [0, count] (the baseline that ignores the noise model).
+
+    Examples
+    --------
+    >>> t = Measurement(("a",), [-2.0, 5.0], "laplace", 1.0, label_sums=[1.0, 7.0])
+    >>> e = treat_as_exact([t])[0]
+    >>> e.noise, e.values.tolist(), e.label_sums.tolist()
+    ('none', [0.0, 5.0], [0.0, 5.0])
+    """
+    out = []
+    for t in tables:
+        d = np.clip(t.values, 0, None)
+        out.append(Measurement(t.variables, d, n=t.n, label_sums=np.clip(t.label_sums, 0, d), buckets=t.buckets))
+    return out

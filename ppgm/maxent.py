@@ -280,7 +280,7 @@ class PCDResult:
     history: dict = field(default_factory=dict)
 
 
-def _sample_nb_chains(model: MaxEntModel, tables: Sequence[Measurement], n_chains: int, rng: np.random.Generator) -> np.ndarray:
+def _sample_nb_chains(model: MaxEntModel, n_chains: int, rng: np.random.Generator) -> np.ndarray:
     """Initial chains drawn from the Naive Bayes model of the single tables (uniform where a feature
     has no single table)."""
     dom = model.layout.domain
@@ -480,7 +480,7 @@ def fit_maxent(
         base = as_generator(seed)
         rngs = [base] if int(n_shards) == 1 else base.spawn(int(n_shards))
         sizes = np.diff(np.linspace(0, int(n_chains), int(n_shards) + 1).round().astype(int))
-        state = PCDState([ChainShard(_sample_nb_chains(model, tables, int(k), r), r) for k, r in zip(sizes, rngs)], 0)
+        state = PCDState([ChainShard(_sample_nb_chains(model, int(k), r), r) for k, r in zip(sizes, rngs)], 0)
     else:
         state = state.copy()
     pool = (runner or LocalChains)(state.shards, layout)

@@ -152,6 +152,11 @@ class LaplaceMechanism:
     def charge(self, accountant: PrivacyAccountant, n_tables: int, contribution: float = 1.0) -> None:
         accountant.spend(epsilon=self.epsilon, what=f"Laplace release of {n_tables} tables")
 
+    @property
+    def cost(self) -> dict:
+        """What one release spends: ``{"epsilon": ...}``."""
+        return {"epsilon": self.epsilon}
+
     def release(self, tables: Sequence[Factor], seed=None, contribution: float = 1.0,
                 accountant: PrivacyAccountant | None = None, n: float | None = None) -> list[Measurement]:
         """Noisy copies of ``tables`` as measurements carrying the noise model and scale."""
@@ -191,6 +196,11 @@ class GaussianMechanism:
 
     def charge(self, accountant: PrivacyAccountant, n_tables: int, contribution: float = 1.0) -> None:
         accountant.spend(rho=self.rho, what=f"Gaussian release of {n_tables} tables")
+
+    @property
+    def cost(self) -> dict:
+        """What one release spends: ``{"rho": ...}`` (zCDP)."""
+        return {"rho": self.rho}
 
     def release(self, tables: Sequence[Factor], seed=None, contribution: float = 1.0,
                 accountant: PrivacyAccountant | None = None, n: float | None = None) -> list[Measurement]:

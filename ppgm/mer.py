@@ -151,8 +151,7 @@ class ConvexProgram:
         report = solve(self.ini_problem, solver, **options)
         s_tilde = max(float(self.s.value), 0.0)
         self._s_tilde = s_tilde
-        duals = np.array([c.dual_value if c.dual_value is not None else np.nan for c in self._ini_constraints], float)
-        return self._result("ini", s_tilde, s_tilde, report, self.ini_problem, duals)
+        return self._result("ini", s_tilde, s_tilde, report, self.ini_problem, self._ini_constraints)
 
     def s_tilde(self, solver: str | None = None) -> float:
         if self._s_tilde is None:
@@ -173,13 +172,13 @@ class ConvexProgram:
         report = solve(self.mer_problem, solver, **options)
         if report.status in ("infeasible", "infeasible_inaccurate"):
             raise RuntimeError(f"MER reported {report.status} at gamma={gamma:.6g} although INI gave s~={s_tilde:.6g}")
-        duals = np.array([c.dual_value if c.dual_value is not None else np.nan for c in self.tolerance_constraints], float)
-        result = self._result("mer", gamma, s_tilde, report, self.mer_problem, duals)
+        result = self._result("mer", gamma, s_tilde, report, self.mer_problem, self.tolerance_constraints)
         result.notes.insert(0, rule)
         return result
 
     # ----------------------------------------------------------------------------------------------
-    def _result(self, program: str, gamma: float, s_tilde: float, report: SolveReport, problem, duals) -> "MERResult":
+    def _result(self, program: str, gamma: float, s_tilde: float, report: SolveReport, problem, constraints) -> "MERResult":
+        duals = np.array([np.nan if c.dual_value is None else c.dual_value for c in constraints], float)
         values = np.array([float(e.value) for e in self._div])
         tol = gamma * self.weights
         active = values >= tol * (1 - ACTIVE_RTOL) - 1e-12
