@@ -19,7 +19,7 @@ import pandas as pd
 from pgmpy.factors.discrete import DiscreteFactor
 from pgmpy.models import DiscreteMarkovNetwork
 
-from ppgm.aggregates import aggregate_records, release_aggregates, table_scopes
+from ppgm.aggregates import aggregate_records, release_aggregates, table_scopes, treat_as_exact
 from ppgm.domain import Domain
 from ppgm.measurement import Measurement
 from ppgm.maxent import MaxEntLayout, MaxEntModel, PCDState, fit_maxent
@@ -51,19 +51,26 @@ class FeatureEncoder:
 
     @classmethod
     def fit(cls, series: pd.Series, bins: int = 10) -> "FeatureEncoder":
-        name = str(series.name)
-        has_missing = bool(series.isna().any())
         values = series.dropna()
         if values.empty:
-            raise ValueError(f"data: column {name!r} has no values")
-        numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
-        if numeric and values.nunique() > bins:
-            lo, hi = float(values.min()), float(values.max())
+            raise ValueError(f"data: column {series.name!r} has no values")
+        return cls.from_summary(
+            str(series.name), series.dtype, bool(series.isna().any()), bins, values.nunique(),
+            lambda: (float(values.min()), float(values.max())), lambda: pd.unique(values),
+        )
+
+    @classmethod
+    def from_summary(cls, name: str, dtype, has_missing: bool, bins: int, nunique: int, bounds, uniques) -> "FeatureEncoder":
+        """The encoder from a column's summaries (what a distributed frame can compute without
+        collecting it): ``bounds()`` / ``uniques()`` are only called when needed."""
+        numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+        if numeric and nunique > bins:
+            lo, hi = bounds()
             edges = np.linspace(lo, hi, bins + 1).tolist()
             states = [f"[{_fmt(a)}, {_fmt(b)})" for a, b in zip(edges[:-2], edges[1:-1])] + [f"[{_fmt(edges[-2])}, {_fmt(edges[-1])}]"]
             kind = "numeric"
         else:
-            uniq = pd.unique(values)
+            uniq = uniques()
             states = sorted(map(str, uniq)) if not numeric else [str(v) for v in sorted(uniq)]
             edges, kind = None, "categorical"
         if has_missing:
@@ -239,11 +246,7 @@ def aggregate(
     y_col = df[label]
     if y_col.isna().any():
         raise ValueError(f"label: column {label!r} has missing values")
-    values = sorted(pd.unique(y_col), key=str)
-    if len(values) > 2:
-        raise ValueError(f"label: expected a binary label, column {label!r} has {len(values)} values")
-    if positive is None:
-        positive = 1 if set(map(str, values)) <= {"0", "1"} else True if set(map(str, values)) <= {"True", "False"} else values[-1]
+    positive = _positive_label(sorted(pd.unique(y_col), key=str), label, positive)
     y = (y_col.astype(str) == str(positive)).to_numpy(int)
     encoders = {f: FeatureEncoder.fit(df[f], int(bins)) for f in features}
     agg = Aggregates(tuple(features), label, positive, encoders, [])
@@ -251,16 +254,30 @@ def aggregate(
     rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
     hash_seed = int(rng.integers(1 << 31)) if hash_size is not None else 0
     exact = aggregate_records(codes, y, agg.domain, table_scopes(features, pairs), hash_size, hash_seed, publish_n=True)
+    return _with_tables(agg, exact, mechanism, rng, accountant, publish_n)
+
+
+def _positive_label(values: list, label: str, positive):
+    """The label value counted as 1 (see :func:`aggregate`), after checking the label is binary."""
+    if len(values) > 2:
+        raise ValueError(f"label: expected a binary label, column {label!r} has {len(values)} values")
+    if positive is not None:
+        return positive
+    text = set(map(str, values))
+    return 1 if text <= {"0", "1"} else True if text <= {"True", "False"} else values[-1]
+
+
+def _with_tables(agg: "Aggregates", exact: list, mechanism, rng, accountant, publish_n) -> "Aggregates":
+    """Attach the exact tables, or their release through ``mechanism``; publish N as asked (default:
+    yes without noise, no with it)."""
+    n = exact[0].n
+    publish = publish_n is not False if mechanism is None else bool(publish_n)
     if mechanism is None:
-        agg.tables, agg.n = exact, float(len(df))
-        if publish_n is False:
-            agg.tables = [Measurement(t.variables, t.values, label_sums=t.label_sums, buckets=t.buckets) for t in exact]
-            agg.n = None
-        return agg
-    publish = bool(publish_n)
-    agg.tables = release_aggregates(exact, mechanism, seed=rng, accountant=accountant, publish_n=publish)
-    agg.n = float(len(df)) if publish else None
-    agg.spent = {"epsilon": mechanism.epsilon} if mechanism.noise == "laplace" else {"rho": mechanism.rho}
+        agg.tables = exact if publish else [Measurement(t.variables, t.values, label_sums=t.label_sums, buckets=t.buckets) for t in exact]
+    else:
+        agg.tables = release_aggregates(exact, mechanism, seed=rng, accountant=accountant, publish_n=publish)
+        agg.spent = mechanism.cost
+    agg.n = n if publish else None
     return agg
 
 
@@ -373,11 +390,7 @@ class MaxEntClassifier(_Params):
             raise TypeError(f"aggregates: expected ppgm.adapters.Aggregates (from aggregate()), got {type(aggregates).__name__}")
         tables = list(aggregates.tables)
         if not self.noise_model:
-            tables = [
-                Measurement(t.variables, np.clip(t.values, 0, None), n=t.n,
-                            label_sums=np.clip(t.label_sums, 0, np.clip(t.values, 0, None)), buckets=t.buckets)
-                for t in tables
-            ]
+            tables = treat_as_exact(tables)
         warm = self.warm_start and hasattr(self, "model_")
         if warm and tuple(aggregates.features) != tuple(self.feature_names_in_):
             raise ValueError("aggregates: warm_start needs the same features as the previous fit")

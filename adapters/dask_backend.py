@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ppgm.aggregates import aggregate_records, release_aggregates, table_scopes
+from ppgm.aggregates import aggregate_records, table_scopes
 from ppgm.bayes import BayesianNetwork
 from ppgm.cpts import CPTLayout, conditional_probabilities
 from ppgm.domain import Domain
@@ -48,12 +48,9 @@ def _client(client=None):
 # --------------------------------------------------------------------------------------------------
 # tables and aggregates
 def _unique(col) -> list:
-    vals = col.dropna().unique().compute()
-    vals = list(pd.unique(pd.Series(vals)))
-    try:
-        return sorted(vals)
-    except TypeError:
-        return sorted(vals, key=str)
+    from .data import sorted_states
+
+    return sorted_states(col.dropna().unique().compute())
 
 
 def infer_domain_dask(ddf, columns: Sequence, state_names: Mapping | None = None) -> Domain:
@@ -76,7 +73,9 @@ def _partition_tables(part: pd.DataFrame, dom: Domain, cliques) -> list:
 
 
 def _sum_lists(*lists):
-    return [sum(parts) for parts in zip(*lists)]
+    """Element-wise sum of lists of arrays (``None`` for an empty partition is skipped)."""
+    lists = [x for x in lists if x is not None]
+    return [sum(parts) for parts in zip(*lists)] if lists else None
 
 
 def tables_dask(ddf, cliques: Sequence[Sequence], state_names: Mapping | None = None, domain: Domain | None = None) -> tuple[Domain, list]:
@@ -114,37 +113,20 @@ def tables_dask(ddf, cliques: Sequence[Sequence], state_names: Mapping | None = 
 
 
 def _encoder_from_summary(ddf, name: str, bins: int):
-    from .aggregated import MISSING, FeatureEncoder, _fmt
+    from .aggregated import FeatureEncoder
 
     col = ddf[name]
-    has_missing = bool(col.isna().any().compute())
-    numeric = pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype)
-    if numeric and int(col.nunique().compute()) > bins:
-        lo, hi = (float(v) for v in (col.min().compute(), col.max().compute()))
-        edges = np.linspace(lo, hi, bins + 1).tolist()
-        states = [f"[{_fmt(a)}, {_fmt(b)})" for a, b in zip(edges[:-2], edges[1:-1])] + [f"[{_fmt(edges[-2])}, {_fmt(edges[-1])}]"]
-        enc = FeatureEncoder(name, "numeric", states, edges, has_missing)
-    else:
-        vals = _unique(col)
-        states = [str(v) for v in vals] if numeric else sorted(map(str, vals))
-        enc = FeatureEncoder(name, "categorical", states, None, has_missing)
-    if has_missing:
-        enc.states = enc.states + [MISSING]
-    return enc
+    return FeatureEncoder.from_summary(
+        name, col.dtype, bool(col.isna().any().compute()), bins, int(col.nunique().compute()),
+        lambda: (float(col.min().compute()), float(col.max().compute())), lambda: _unique(col),
+    )
 
 
 def _partition_aggregate(part, agg, scopes, hash_size, hash_seed):
     if len(part) == 0:
         return None
     codes, y = agg.encode(part), agg.labels(part)
-    return [(t.values, t.label_sums) for t in aggregate_records(codes, y, agg.domain, scopes, hash_size, hash_seed)]
-
-
-def _sum_aggregates(*parts):
-    parts = [p for p in parts if p is not None]
-    if not parts:
-        return None
-    return [(sum(p[i][0] for p in parts), sum(p[i][1] for p in parts)) for i in range(len(parts[0]))]
+    return [a for t in aggregate_records(codes, y, agg.domain, scopes, hash_size, hash_seed) for a in (t.values, t.label_sums)]
 
 
 def aggregate_dask(ddf, features, label, pairs, bins, hash_size, mechanism, seed, positive, accountant, publish_n):
@@ -152,7 +134,7 @@ def aggregate_dask(ddf, features, label, pairs, bins, hash_size, mechanism, seed
     summaries (min, max, unique values), then counts and label sums per partition, summed."""
     import dask
 
-    from .aggregated import Aggregates
+    from .aggregated import Aggregates, _positive_label, _with_tables
 
     if label not in ddf.columns:
         raise ValueError(f"label: column {label!r} not in the DataFrame (columns {list(ddf.columns)})")
@@ -160,11 +142,9 @@ def aggregate_dask(ddf, features, label, pairs, bins, hash_size, mechanism, seed
     unknown = [f for f in features if f not in ddf.columns]
     if unknown:
         raise ValueError(f"features: {unknown} are not columns of the DataFrame")
-    values = _unique(ddf[label])
-    if len(values) > 2 or bool(ddf[label].isna().any().compute()):
-        raise ValueError(f"label: expected a binary label without missing values in column {label!r}")
-    if positive is None:
-        positive = 1 if set(map(str, values)) <= {"0", "1"} else True if set(map(str, values)) <= {"True", "False"} else values[-1]
+    if bool(ddf[label].isna().any().compute()):
+        raise ValueError(f"label: column {label!r} has missing values")
+    positive = _positive_label(sorted(_unique(ddf[label]), key=str), label, positive)
     encoders = {f: _encoder_from_summary(ddf, f, int(bins)) for f in features}
     agg = Aggregates(tuple(features), label, positive, encoders, [])
     rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
@@ -172,21 +152,15 @@ def aggregate_dask(ddf, features, label, pairs, bins, hash_size, mechanism, seed
     scopes = table_scopes(features, pairs)
     parts = [dask.delayed(_partition_aggregate)(p, agg, scopes, hash_size, hash_seed) for p in ddf.to_delayed()]
     while len(parts) > 1:
-        parts = [dask.delayed(_sum_aggregates)(*parts[i : i + 8]) for i in range(0, len(parts), 8)]
+        parts = [dask.delayed(_sum_lists)(*parts[i : i + 8]) for i in range(0, len(parts), 8)]
     summed = dask.compute(parts[0])[0]
     if summed is None:
         raise ValueError("df: the DataFrame has no rows")
     shapes = aggregate_records(np.zeros((1, len(features)), np.int64), [0], agg.domain, scopes, hash_size, hash_seed)
-    n = float(summed[0][0].sum())
-    exact = [Measurement(t.variables, d.astype(float), n=n, label_sums=c, buckets=t.buckets) for t, (d, c) in zip(shapes, summed)]
-    if mechanism is None:
-        agg.tables, agg.n = exact, n
-        return agg
-    publish = bool(publish_n)
-    agg.tables = release_aggregates(exact, mechanism, seed=rng, accountant=accountant, publish_n=publish)
-    agg.n = n if publish else None
-    agg.spent = {"epsilon": mechanism.epsilon} if mechanism.noise == "laplace" else {"rho": mechanism.rho}
-    return agg
+    n = float(summed[0].sum())
+    exact = [Measurement(t.variables, d.astype(float), n=n, label_sums=c, buckets=t.buckets)
+             for t, d, c in zip(shapes, summed[0::2], summed[1::2])]
+    return _with_tables(agg, exact, mechanism, rng, accountant, publish_n)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -334,7 +308,7 @@ def _count_above(scores, t):
     return int((scores > t).sum())
 
 
-def _count_equal_before(scores, t):
+def _count_equal(scores, t):
     return int((scores == t).sum())
 
 
@@ -409,13 +383,13 @@ def filter_dask(
     from tqdm.auto import tqdm
 
     for r in tqdm(range(n_rounds), desc="robust filter (Dask)", disable=not progress, leave=False):
-        counts = client.submit(_sum_lists_tree, client.map(_part_counts, recs, keeps, layout=layout_f)).result()
+        counts = client.submit(_sum_list, client.map(_part_counts, recs, keeps, layout=layout_f)).result()
         q = conditional_probabilities(counts)
         zr = client.map(_part_matrix, recs, keeps, layout=layout_f, q=q, pure=False)
-        n = int(sum(int(c.sum()) for c in counts[:1]))
-        raw = client.submit(_sum_lists_tree, [client.submit(lambda x: x[2], z) for z in zr]).result()
-        blocks_sum = [(layout.base[j], layout.n_configs[j], B.shape[1], B / n)
-                      for (j, _, _), B in zip(_nonconstant(layout), raw)]
+        n = int(counts[0].sum())  # rows kept: every node's counts add up to them
+        raw = client.submit(_sum_list, [client.submit(lambda x: x[2], z) for z in zr]).result()
+        nodes = [j for j, k in enumerate(domain.cards) if k > 1]  # _diagonal_blocks skips constant nodes
+        blocks_sum = [(layout.base[j], layout.n_configs[j], B.shape[1], B / n) for j, B in zip(nodes, raw)]
         gram = lambda u: client.submit(_sum, *client.map(_gram, zr, u=u, pure=False)).result()
         lam, v = _top_eigenpair(gram, layout.m, blocks_sum, n, rng, tol)
         scores = client.map(_scores, zr, v=v, pure=False)
@@ -423,7 +397,7 @@ def filter_dask(
         t = _kth_largest(client, scores, n_drop)
         above = sum(client.gather(client.map(_count_above, scores, t=t, pure=False)))
         ties = n_drop - above
-        eq = client.gather(client.map(_count_equal_before, scores, t=t, pure=False))
+        eq = client.gather(client.map(_count_equal, scores, t=t, pure=False))
         take = []
         for e in eq:
             take.append(min(e, ties))
@@ -432,19 +406,15 @@ def filter_dask(
         kept = sum(client.gather(client.map(lambda k: int(k.sum()), keeps, pure=False)))
         history.append({"eigenvalue": lam, "kept_before": n, "threshold": float(t), "removed": n - kept, "kept": kept})
         del zr, scores
-    counts = client.submit(_sum_lists_tree, client.map(_part_counts, recs, keeps, layout=layout_f)).result()
+    counts = client.submit(_sum_list, client.map(_part_counts, recs, keeps, layout=layout_f)).result()
     probs = conditional_probabilities(counts)
     cpts = {v: p.reshape(domain.shape(layout.parents[v]) + (domain.card(v),)) for v, p in zip(domain.variables, probs)}
     mask = da.concatenate([da.from_delayed(k, shape=(s,), dtype=bool) for k, s in zip(keeps, sizes)])
     return FilterResult(BayesianNetwork(domain, layout.parents, cpts), mask, history)
 
 
-def _nonconstant(layout):
-    return [(j, None, None) for j, k in enumerate(layout.domain.cards) if k > 1]
-
-
-def _sum_lists_tree(parts):
-    return [sum(p[i] for p in parts) for i in range(len(parts[0]))]
+def _sum_list(parts):
+    return _sum_lists(*parts)
 
 
 def _kth_largest(client, scores, k: int) -> float:

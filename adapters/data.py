@@ -15,6 +15,22 @@ from ppgm.tables import contingency_tables as _engine_tables
 from .models import to_engine
 
 
+def sorted_states(values) -> list:
+    """Distinct non-missing values, sorted (by their text when they do not compare): the default
+    states of a column.
+
+    Examples
+    --------
+    >>> sorted_states(pd.Series(["b", None, "a", "b"]))
+    ['a', 'b']
+    """
+    vals = list(pd.unique(pd.Series(values).dropna()))
+    try:
+        return sorted(vals)
+    except TypeError:
+        return sorted(vals, key=str)
+
+
 def infer_domain(data: pd.DataFrame, columns: Sequence, state_names: Mapping | None = None) -> Domain:
     """Domain of ``columns``: given state names where supplied, else the sorted observed values.
 
@@ -29,12 +45,7 @@ def infer_domain(data: pd.DataFrame, columns: Sequence, state_names: Mapping | N
         if c in names:
             states[c] = list(names[c])
         else:
-            vals = pd.unique(data[c].dropna())
-            try:
-                vals = sorted(vals)
-            except TypeError:
-                vals = sorted(vals, key=str)
-            states[c] = list(vals)
+            states[c] = sorted_states(data[c])
         if not states[c]:
             raise ValueError(f"data: column {c!r} has no values to take states from")
     return Domain(tuple(columns), tuple(len(states[c]) for c in columns), states)

@@ -21,7 +21,7 @@ from ppgm.mer_gaussian import GRAPH_TOL as GAUSSIAN_GRAPH_TOL
 from ppgm.mer_gaussian import GaussianMER
 from ppgm.sample_sets import SampleSet, pooled_counts, pooled_moments
 
-from .data import encode
+from .data import encode, sorted_states
 from .models import markov_to_pgmpy
 
 KINDS = ("gaussian", "discrete")
@@ -173,11 +173,7 @@ def build_program(
         if v in names:
             states[v] = list(names[v])
             continue
-        vals = pd.unique(pd.concat([df[v] for df in samples if v in df.columns], ignore_index=True).dropna())
-        try:
-            states[v] = sorted(vals)
-        except TypeError:
-            states[v] = sorted(vals, key=str)
+        states[v] = sorted_states(pd.concat([df[v] for df in samples if v in df.columns], ignore_index=True))
         if len(states[v]) < 2:
             raise ValueError(f"samples: variable {v!r} is constant ({states[v]}); it carries no dependence to learn")
     domain = Domain(variables, tuple(len(states[v]) for v in variables), states)

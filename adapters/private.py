@@ -188,7 +188,7 @@ def release_tables(
     tables = _engine_tables(encode(data, dom), dom, cliques, weights=w)
     ms = mechanism.release(tables, seed=seed, contribution=contribution, accountant=accountant,
                            n=float(len(data) if w is None else w.sum()) if publish_n else None)
-    spent = {"epsilon": mechanism.epsilon} if isinstance(mechanism, LaplaceMechanism) else {"rho": mechanism.rho}
+    spent = mechanism.cost
     factors = tuple(NoisyFactor(m.variables, m.values, {v: list(dom.state_names[v]) for v in m.variables}, m.noise, m.scale)
                     for m in ms)
     return NoisyTables(factors, ms[0].n, spent)

@@ -44,7 +44,7 @@ warnings.filterwarnings("ignore")
 from ppgm import Domain, Measurement, nllh  # noqa: E402
 from ppgm.adapters import LaplaceMechanism, MaxEntClassifier, aggregate, load_adult  # noqa: E402
 from ppgm.adapters.aggregated import quadratic_one_hot  # noqa: E402
-from ppgm.aggregates import aggregate_records, table_scopes  # noqa: E402
+from ppgm.aggregates import aggregate_records, table_scopes, treat_as_exact  # noqa: E402
 from ppgm.maxent import MaxEntLayout, MaxEntModel, fit_maxent  # noqa: E402
 from ppgm.random_models import xor_aggregates  # noqa: E402
 
@@ -138,7 +138,7 @@ def noisy(agg_exact, train, test, args):
         ignored = MaxEntClassifier(progress=False, noise_model=False).fit(agg)
         nb = naive_bayes(
             type(agg)(agg.features, agg.label, agg.positive, agg.encoders,
-                      [Measurement(t.variables, np.clip(t.values, 0, None), label_sums=np.clip(t.label_sums, 0, np.clip(t.values, 0, None))) for t in agg]),
+                      treat_as_exact(agg.tables)),
             test,
         )
         lines.append(f"| {eps:g} | {agg.tables[0].scale:.0f} | {with_model.score(test):.4f} | {ignored.score(test):.4f} | {nb:.4f} | {t_m:.1f} |")
