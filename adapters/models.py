@@ -88,9 +88,16 @@ def markov_from_pgmpy(model: DiscreteMarkovNetwork) -> MarkovNetwork:
     return MarkovNetwork(dom, out)
 
 
+LOG_FLOOR = 700.0  # exp(-700) ~ 1e-304, still a normal float64
+
+
 def markov_to_pgmpy(model: MarkovNetwork) -> DiscreteMarkovNetwork:
     """pgmpy ``DiscreteMarkovNetwork`` whose factors are exp of the engine's log-potentials
-    (each shifted by its maximum, which changes nothing but the scale).
+    (each shifted by its maximum, which changes nothing but the scale). pgmpy stores potentials, not
+    their logs, and float64 cannot hold exp(-746): finite log-potentials more than 700 below their
+    factor's maximum are raised to that floor (a probability factor of e^-700 instead of an exact
+    zero), so that an extreme but valid fit does not come back with zero probability everywhere.
+    Only -inf entries become exact zeros.
 
     Examples
     --------
@@ -108,7 +115,9 @@ def markov_to_pgmpy(model: MarkovNetwork) -> DiscreteMarkovNetwork:
     for f in model.factors:
         vals = f.values
         top = np.max(vals)
-        vals = np.exp(vals - (top if np.isfinite(top) else 0.0))
+        with np.errstate(invalid="ignore"):
+            shifted = vals - (top if np.isfinite(top) else 0.0)
+        vals = np.exp(np.where(np.isfinite(shifted), np.maximum(shifted, -LOG_FLOOR), -np.inf))
         factors.append(
             DiscreteFactor(
                 list(f.variables),

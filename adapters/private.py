@@ -220,18 +220,20 @@ class _NoisyTableEstimator:
 
 class NaiveMLEEstimator(_NoisyTableEstimator):
     """The CGM paper's baseline: noisy tables / N projected onto the simplex, then an L2-regularised
-    maximum-likelihood fit.
+    maximum-likelihood fit. ``estimate(..., l2=...)`` takes the weight per record: default ``1 / N``
+    (the paper's), or ``"calibrated"`` for one that grows with the noise (``ppgm.cgm.noise_calibrated_l2``:
+    a fixed ``1 / N`` overfits the noise badly when it is large next to the counts).
 
     Examples
     --------
     >>> import ppgm.adapters as pa
     >>> mn = pa.dirichlet_chain_network(4, 2, seed=0)
     >>> rel = release_tables(pa.sample(mn, 2000, seed=1), mn, LaplaceMechanism(1.0), seed=2)
-    >>> NaiveMLEEstimator(mn).estimate(rel).check_model()
-    True
+    >>> NaiveMLEEstimator(mn).estimate(rel).check_model(), NaiveMLEEstimator(mn).estimate(rel, l2="calibrated").check_model()
+    (True, True)
     """
 
-    def estimate(self, noisy_tables: NoisyTables, N: float | None = None, l2: float | None = None,
+    def estimate(self, noisy_tables: NoisyTables, N: float | None = None, l2: float | str | None = None,
                  project: bool = True) -> DiscreteMarkovNetwork:
         dom, ms = self._inputs(noisy_tables)
         fit = naive_mle(dom, ms, N=N, l2=l2, project=project)
@@ -242,7 +244,11 @@ class NaiveMLEEstimator(_NoisyTableEstimator):
 
 class CGMEstimator(_NoisyTableEstimator):
     """EM for collective graphical models (Bernstein et al. 2017, Algorithm 2): learn the network's
-    parameters from noisy tables by treating the true counts as latent.
+    parameters from noisy tables by treating the true counts as latent. The arguments of
+    ``estimate`` are those of ``ppgm.cgm.cgm_em`` (see its docstring for the defaults and what they
+    were measured against): the L2 weights of the M-step and of the starting naive fit, the E-step
+    solver and its noise model, the number of EM iterations; ``callback(iteration, network, record)``
+    receives a pgmpy ``DiscreteMarkovNetwork``.
 
     Examples
     --------
@@ -255,9 +261,12 @@ class CGMEstimator(_NoisyTableEstimator):
     """
 
     def estimate(self, noisy_tables: NoisyTables, N: float | None = None, l2: float | None = None, estep: str = "dual",
-                 max_iter: int = 100, tol: float = 1e-6, progress: bool = True) -> DiscreteMarkovNetwork:
+                 max_iter: int = 30, tol: float = 1e-6, progress: bool = True, init_l2: float | None = None,
+                 moment_match: bool = True, rtol: float = 1e-4, callback=None) -> DiscreteMarkovNetwork:
         dom, ms = self._inputs(noisy_tables)
-        res = cgm_em(dom, ms, N=N, l2=l2, estep=estep, max_iter=max_iter, tol=tol, progress=progress)
+        res = cgm_em(dom, ms, N=N, l2=l2, estep=estep, max_iter=max_iter, tol=tol, progress=progress,
+                     init_l2=init_l2, moment_match=moment_match, rtol=rtol,
+                     callback=None if callback is None else (lambda i, m, rec: callback(i, markov_to_pgmpy(m), rec)))
         self.history_ = res.history
         self.N_ = res.N
         return markov_to_pgmpy(res.model)

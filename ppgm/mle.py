@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
+from scipy import sparse
 from scipy.optimize import minimize
 
 from .domain import Domain
@@ -80,35 +81,42 @@ class MarginalOracle:
         except JunctionTreeTooLarge:
             self.tree, self.exact = None, False
             return
+        # One sparse 0/1 matrix A (parameters x junction-tree cells): the clique log-potentials are
+        # A^T x and the scopes' marginals are A b (b = the clique beliefs, flattened). A cell of a
+        # clique feeds the parameter of each scope homed there at the cell's coordinates on that scope.
         t = self.tree
-        self._plan = []
-        for s in self.params.scopes:  # where each scope lives, how to broadcast into / sum out of it
+        self._shapes = [domain.shape(c) for c in t.cliques]
+        sizes = [int(np.prod(sh)) for sh in self._shapes]
+        self._cells = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        rows, cols = [], []
+        for s, offset in zip(self.params.scopes, self.params.offsets[:-1]):
             i = t.home(s)
             clique = t.cliques[i]
-            kept = [v for v in clique if v in s]
-            into = [clique.index(v) for v in s]
-            shape = [1] * len(clique)
-            for v in s:
-                shape[clique.index(v)] = domain.card(v)
-            self._plan.append((i, tuple(np.argsort(into)), tuple(shape),
-                               tuple(a for a, v in enumerate(clique) if v not in s), [kept.index(v) for v in s]))
-        self._shapes = [domain.shape(c) for c in t.cliques]
+            coords = np.indices(self._shapes[i]).reshape(len(clique), -1)
+            sub = [coords[clique.index(v)] for v in s]
+            rows.append(offset + (np.ravel_multi_index(sub, domain.shape(s)) if s else np.zeros(sizes[i], int)))
+            cols.append(self._cells[i] + np.arange(sizes[i]))
+        rows, cols = np.concatenate(rows), np.concatenate(cols)
+        self._A = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(self.params.size, self._cells[-1]))
+        self._At = self._A.T.tocsr()
+
+    def flat(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """log Z and the scopes' marginals as one flat vector (the layout of ``x``)."""
+        if not self.exact:
+            log_z, mus = self(x)
+            return log_z, self.params.join(mus)
+        psi_flat = self._At @ x
+        psi = [psi_flat[a:b].reshape(sh) for a, b, sh in zip(self._cells[:-1], self._cells[1:], self._shapes)]
+        cal = self.tree.calibrate_potentials(psi)
+        beliefs = np.concatenate([b.ravel() for b in cal.beliefs])
+        return cal.log_z, self._A @ beliefs
 
     def __call__(self, x: np.ndarray) -> tuple[float, list[np.ndarray]]:
-        tables = self.params.split(x)
         if not self.exact:
             res = infer(self.params.model(x), method="loopy")
             return res.log_z, [res.marginal(s).values for s in self.params.scopes]
-        psi = [np.zeros(sh) for sh in self._shapes]
-        for tab, (i, order, shape, _, _) in zip(tables, self._plan):
-            psi[i] += np.transpose(tab, order).reshape(shape)
-        cal = self.tree.calibrate_potentials(psi)
-        beliefs = cal.beliefs
-        mus = []
-        for i, _, _, axes, perm in self._plan:
-            m = beliefs[i].sum(axis=axes) if axes else beliefs[i]
-            mus.append(np.transpose(m, perm))
-        return cal.log_z, mus
+        log_z, mu = self.flat(x)
+        return log_z, self.params.split(mu)
 
 
 def fit_marginals(
@@ -179,8 +187,7 @@ def fit_marginals(
     history: list = []
 
     def f(x):
-        log_z, mus = oracle(x)
-        mu = P.join(mus)
+        log_z, mu = oracle.flat(x)
         value = float(x @ mu_hat - log_z - l2 * (x @ x))
         return -value, -(mu_hat - mu - 2 * l2 * x)
 

@@ -97,3 +97,20 @@ def test_engine_to_pgmpy_markov_keeps_distribution():
     back = markov_from_pgmpy(markov_to_pgmpy(m))
     a, b = infer(m), infer(back)
     np.testing.assert_allclose(a.marginal(("X0", "X4")).values, b.marginal(("X0", "X4")).values, atol=1e-12)
+
+
+def test_extreme_log_potentials_survive_the_trip_to_pgmpy():
+    """pgmpy stores exp(log-potential): entries 800 nats down would underflow to exact zeros, and a joint
+    that is zero everywhere. They come back floored at -700 relative to their factor; -inf stays zero."""
+    from ppgm import Domain, Factor, MarkovNetwork
+
+    d = Domain(("A", "B", "C"), (2, 2, 2))
+    ab = np.array([[0.0, -800.0], [-800.0, -np.inf]])
+    bc = np.array([[-800.0, 0.0], [0.0, -800.0]])
+    m = MarkovNetwork(d, [Factor(("A", "B"), ab), Factor(("B", "C"), bc)])
+    back = markov_from_pgmpy(markov_to_pgmpy(m))
+    got = [f.values for f in back.factors]
+    np.testing.assert_allclose(got[0], [[0.0, -700.0], [-700.0, -np.inf]], atol=1e-9)
+    np.testing.assert_allclose(got[1], [[-700.0, 0.0], [0.0, -700.0]], atol=1e-9)
+    # the joint keeps its mass where the engine's does: A = B = 0, C = 1
+    assert infer(back).marginal(("A", "B", "C")).values[0, 0, 1] > 1 - 1e-12

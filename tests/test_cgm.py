@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from ppgm import Domain, Factor, MarkovNetwork, contingency_tables, infer, kl_divergence, sample
-from ppgm.cgm import MarginalOracle, cgm_em, estep_dual, estep_nlbp, naive_mle, population_size
+from ppgm.cgm import MarginalOracle, cgm_em, estep_dual, estep_nlbp, naive_mle, noise_calibrated_l2, population_size
 from ppgm.measurement import Measurement
 from ppgm.mle import fit_marginals
 from ppgm.random_models import pairwise_dirichlet, third_order_chain
@@ -51,6 +51,30 @@ def test_estep_solves_problem_6_like_a_generic_convex_solver(noise, scale):
         assert converged
         for got, want in zip(counts, ref):
             np.testing.assert_allclose(got / N, want, atol=1e-5)
+
+
+def test_marginal_oracle_matches_brute_force_enumeration():
+    """log Z and every scope's marginal, for scopes listed against the domain order, single variables,
+    and several scopes sharing one junction-tree clique (a triangle with a pendant variable)."""
+    d = Domain(("A", "B", "C", "D"), (2, 3, 2, 4))
+    scopes = [("C", "A"), ("B", "A"), ("B", "C"), ("D", "B"), ("D",), ("A", "B", "C")]
+    oracle = MarginalOracle(d, scopes)
+    x = np.random.default_rng(0).normal(scale=2.0, size=oracle.params.size)
+    joint = np.zeros(d.cards)
+    for s, t in zip(scopes, oracle.params.split(x)):
+        axes = [d.variables.index(v) for v in s]
+        shape = [d.card(v) if v in s else 1 for v in d.variables]
+        joint = joint + np.transpose(t, np.argsort(axes)).reshape(shape)
+    log_z = np.log(np.exp(joint).sum())
+    p = np.exp(joint - log_z)
+    got_log_z, got = oracle(x)
+    assert abs(got_log_z - log_z) < 1e-10
+    for s, m in zip(scopes, got):
+        keep = [d.variables.index(v) for v in s]
+        want = p.sum(axis=tuple(i for i in range(4) if i not in keep))
+        want = np.transpose(want, np.argsort(np.argsort(keep)))
+        np.testing.assert_allclose(m, want, atol=1e-12)
+    np.testing.assert_allclose(oracle.flat(x)[1], oracle.params.join(got), atol=0)
 
 
 def test_fit_marginals_matches_the_decomposable_closed_form():
@@ -123,3 +147,58 @@ def test_projection_helps_the_naive_mle():
     raw = naive_mle(truth.domain, ys, N=1000, project=False, l2=1e-3).model
     projected = naive_mle(truth.domain, ys, N=1000).model
     assert kl_divergence(truth, projected) < kl_divergence(truth, raw)
+
+
+def _heavy_noise_release(b=400.0):
+    truth = pairwise_dirichlet([(0, 1), (1, 2), (2, 3), (0, 3)], 4, 3, alpha=2.0, seed=5)
+    N = 20_000
+    tabs = contingency_tables(sample(truth, N, seed=6), truth.domain, truth.scopes)
+    rng = np.random.default_rng(8)
+    return truth, N, [Measurement(t.variables, t.values + rng.laplace(0, b, t.shape), "laplace", b) for t in tabs]
+
+
+def test_calibrated_l2_tames_the_naive_mle_under_heavy_noise():
+    """The CGM paper's Fig. 1c: with noisy tables a fixed 1/N overfits; (1 + r)/N, r = 2 b^2 cells / N."""
+    truth, N = third_order_chain(5, 5, seed=3), 5000
+    tabs = contingency_tables(sample(truth, N, seed=6), truth.domain, truth.scopes)
+    rng = np.random.default_rng(8)
+    ys = [Measurement(t.variables, t.values + rng.laplace(0, 50.0, t.shape), "laplace", 50.0) for t in tabs]
+    r = 2 * 50.0**2 * 25 / N
+    assert abs(noise_calibrated_l2(ys, N) - (1 + r) / N) < 1e-15
+    cal = naive_mle(truth.domain, ys, N=N, l2="calibrated").model
+    explicit = naive_mle(truth.domain, ys, N=N, l2=(1 + r) / N).model
+    for a, b in zip(cal.factors, explicit.factors):
+        np.testing.assert_array_equal(a.values, b.values)
+    assert kl_divergence(truth, cal) < 0.25 * kl_divergence(truth, naive_mle(truth.domain, ys, N=N).model)
+    with pytest.raises(ValueError, match="l2: expected a number, None or 'calibrated'"):
+        naive_mle(truth.domain, ys, N=N, l2="strong")
+
+
+def test_moment_matched_estep_is_em_on_gaussian_tables_of_the_same_variance():
+    truth, N, ys = _heavy_noise_release(b=40.0)
+    gauss = [Measurement(m.variables, m.values, "gaussian", float(np.sqrt(2) * 40.0)) for m in ys]
+    a = cgm_em(truth.domain, ys, N=N, progress=False, max_iter=5)
+    b = cgm_em(truth.domain, gauss, N=N, progress=False, max_iter=5, moment_match=False)
+    for fa, fb in zip(a.model.factors, b.model.factors):
+        np.testing.assert_allclose(fa.values, fb.values, atol=1e-9)
+    exact = cgm_em(truth.domain, ys, N=N, progress=False, max_iter=5, moment_match=False)
+    assert max(np.abs(fa.values - fe.values).max() for fa, fe in zip(a.model.factors, exact.model.factors)) > 1e-3
+
+
+def test_callback_sees_every_iteration_and_can_stop_em():
+    truth, N, ys = _heavy_noise_release(b=40.0)
+    seen = []
+
+    def watch(i, model, record):
+        seen.append((i, kl_divergence(truth, model), record["objective"]))
+        if i == 3:
+            raise StopIteration
+
+    res = cgm_em(truth.domain, ys, N=N, progress=False, max_iter=30, rtol=0.0, callback=watch)
+    assert [s[0] for s in seen] == [1, 2, 3] and len(res.history) == 3
+    assert abs(seen[-1][1] - kl_divergence(truth, res.model)) < 1e-12
+    # rtol stops EM once an iteration gains less than rtol of the objective
+    loose = cgm_em(truth.domain, ys, N=N, progress=False, max_iter=30, rtol=1e-2)
+    obj = [h["objective"] for h in loose.history]
+    assert len(obj) < 30 and obj[-1] - obj[-2] < 1e-2 * abs(obj[-1])
+    assert all(b - a >= 1e-2 * abs(b) for a, b in zip(obj[:-2], obj[1:-1]))

@@ -27,8 +27,9 @@ def test_demo_report_has_every_step_and_small_errors(tmp_path):
     assert ours > 0.39 and ours > nb + 0.1
     kl_line = next(l for l in lines if "KL(true || learned)" in l)
     naive_kl = float(kl_line.split("naive MLE ")[1].split(" ")[0])
+    cal_kl = float(kl_line.split("calibrated L2 ")[1].split(",")[0])
     cgm_kl = float(kl_line.split("CGM-EM ")[1].split(" ")[0])
-    assert cgm_kl < naive_kl
+    assert cgm_kl < naive_kl and cal_kl < naive_kl
     tv_line = next(l for l in lines if "estimated TV to ALARM" in l)
     tv = dict(part.strip().rsplit(" ", 1) for part in tv_line.split(":", 1)[1].split(","))
     assert float(tv["RobustFilter"]) < float(tv["MLE"]) / 3
