@@ -128,7 +128,10 @@ def main(quick: bool, seeds: int) -> None:
              "Each entry: exact KL(true || learned) in nats (sd over trials) / mean edge-marginal TV / median time. "
              "mbi MD L2 / L1: private-pgm's MirrorDescent with the squared or absolute loss, residuals divided by the "
              "Laplace noise's standard deviation. "
-             + ("" if mbi is not None else "mbi was not installed for this run. "),
+             + ("" if mbi is not None else "mbi was not installed for this run. ")
+             + "pgmpy 1.1.2's MirrorDescentEstimator is not a row: it takes the model and the raw DataFrame and counts "
+             "the marginals itself, with no input for noisy tables or a noise scale (on the raw rows of a 4-variable "
+             "chain, 200 iterations matched the data's clique marginals to 0.0017).",
              "", f"CGM-EM below naive MLE in {wins_naive} of {len(rows)} cells"
              + (f"; at or below the best mbi estimator in {wins_mbi} of {len(rows)}" if mbi is not None else "")
              + f"; CGM-EM time / naive MLE time: median {np.median([r['ratio'] for r in rows]):.1f}x "
