@@ -14,6 +14,17 @@ import numpy as np
 from tqdm.auto import tqdm
 
 
+def _bars(plt, name: str, values: dict, colors: list, xlabel: str, log: bool = False) -> dict:
+    """One horizontal bar per method: the demo's comparison figures."""
+    fig, ax = plt.subplots(figsize=(6, 2.5))
+    ax.barh(list(values), list(values.values()), color=colors)
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    fig.tight_layout()
+    return {name: fig}
+
+
 def _inference_step(rng: np.random.Generator) -> list[str]:
     from pgmpy.inference import BeliefPropagation, VariableElimination
 
@@ -45,12 +56,8 @@ def _inference_step(rng: np.random.Generator) -> list[str]:
     errors = {"ppgm LogBeliefPropagation": err_ours, "pgmpy BeliefPropagation": err_bp}
 
     def plot(plt):
-        fig, ax = plt.subplots(figsize=(6, 2.5))
-        ax.barh(list(errors), [max(e, 1e-17) for e in errors.values()], color=["tab:blue", "tab:red"])
-        ax.set_xscale("log")
-        ax.set_xlabel("max |edge marginal error| vs VariableElimination")
-        fig.tight_layout()
-        return {"inference_error": fig}
+        return _bars(plt, "inference_error", {k: max(e, 1e-17) for k, e in errors.items()}, ["tab:blue", "tab:red"],
+                     "max |edge marginal error| vs VariableElimination", log=True)
 
     return [
         "model: third-order chain, 10 variables x 10 states, Dirichlet(1) edge tables (pgmpy DiscreteMarkovNetwork)",
@@ -141,11 +148,8 @@ def _robust_step(rng: np.random.Generator) -> list[str]:
     caught = float(np.mean(~est.inlier_mask_[bad]))
 
     def plot(plt):
-        fig, ax = plt.subplots(figsize=(6, 2.5))
-        ax.barh(list(tv), list(tv.values()), color=["tab:red", "tab:blue", "gray"])
-        ax.set_xlabel(f"estimated TV to ALARM ({eps:.0%} of rows corrupted)")
-        fig.tight_layout()
-        return {"robust_filter_tv": fig}
+        return _bars(plt, "robust_filter_tv", tv, ["tab:red", "tab:blue", "gray"],
+                     f"estimated TV to ALARM ({eps:.0%} of rows corrupted)")
 
     return [
         f"ALARM, {n:,} records of which {eps:.0%} replaced by an adversary; bn.fit(df, estimator=RobustFilter(epsilon={eps}))",
@@ -175,11 +179,8 @@ def _private_step(rng: np.random.Generator) -> list[str]:
            "CGM-EM": kl_divergence(mn, cgm)}
 
     def plot(plt):
-        fig, ax = plt.subplots(figsize=(6, 2.5))
-        ax.barh(list(kls), list(kls.values()), color=["tab:red", "tab:orange", "tab:blue"])
-        ax.set_xlabel(f"KL(true || learned), Laplace noise at epsilon = {eps}")
-        fig.tight_layout()
-        return {"private_tables_kl": fig}
+        return _bars(plt, "private_tables_kl", kls, ["tab:red", "tab:orange", "tab:blue"],
+                     f"KL(true || learned), Laplace noise at epsilon = {eps}")
 
     return [
         f"third-order chain, 8 variables x 6 states; {n:,} records -> {len(release)} edge tables released with "

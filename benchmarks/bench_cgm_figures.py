@@ -49,7 +49,7 @@ def figure_a(truth, truth_marg, eps_list, Ns):
     """MSE of the learned edge marginals vs N, with the closed-form expectation of the raw y / N error:
     mean over cells of mu (1 - mu) / N (sampling) + 2 b^2 / N^2 (Laplace noise of scale b)."""
     mu = np.concatenate([f.values.ravel() for f in truth_marg])
-    b = len(truth_marg)  # L1 sensitivity / eps, times eps below
+    sensitivity = len(truth_marg)  # one count per record in each table: Laplace b = sensitivity / eps
     rows = []
     for eps in eps_list:
         for N in Ns:
@@ -60,15 +60,17 @@ def figure_a(truth, truth_marg, eps_list, Ns):
                 fit = fit_marginals(truth.domain, [Factor(t.variables, t.values / N) for t in tabs], l2=1 / N, tol=1e-7)
                 exact.append(marginal_mse(truth_marg, fit.model))
             sampling = float(np.mean(mu * (1 - mu))) / N
-            noise = 2 * (b / eps) ** 2 / N**2
+            noise = 2 * (sensitivity / eps) ** 2 / N**2
             rows.append(dict(eps=eps, N=N, naive=np.mean(naive), exact=np.mean(exact), sampling=sampling, noise=noise))
             print(rows[-1], flush=True)
     return rows
 
 
 def figure_c(truth, N, eps, l2s):
+    """KL per L2 weight, and the weight ``naive_mle(l2="calibrated")`` picks for the first population."""
     rows = []
     pops = [population(truth, N, eps, s) for s in SEEDS]
+    calibrated = noise_calibrated_l2(pops[0][1], N)
     for l2 in l2s:
         kl_noisy, kl_true = [], []
         for tabs, ys in pops:
@@ -77,7 +79,7 @@ def figure_c(truth, N, eps, l2s):
             kl_true.append(kl_divergence(truth, fit.model))
         rows.append(dict(l2N=l2 * N, noisy=np.mean(kl_noisy), noisy_sd=np.std(kl_noisy), true=np.mean(kl_true)))
         print(rows[-1], flush=True)
-    return rows
+    return rows, calibrated
 
 
 def plot(rows_a, rows_c, N_c, eps_c):
@@ -115,9 +117,8 @@ def main() -> None:
     Ns = [1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000, 10_000_000]
     rows_a = figure_a(truth, truth_marg, [0.1, 1.0], Ns)
     N_c, eps_c = 100_000, 0.1
-    rows_c = figure_c(truth, N_c, eps_c, [1e-3 / N_c * 10**k for k in range(0, 8)])
+    rows_c, cal_c = figure_c(truth, N_c, eps_c, [1e-3 / N_c * 10**k for k in range(0, 8)])
     plot(rows_a, rows_c, N_c, eps_c)
-    cal_c = noise_calibrated_l2(population(truth, N_c, eps_c, SEEDS[0])[1], N_c)
     lines = ["## CGM paper, Figure 1 (`benchmarks/bench_cgm_figures.py`)", "",
              f"Machine: {machine()}; {time.perf_counter() - t0:.0f} s. Third-order chain, 10 variables x 10 states, "
              f"Laplace release of the 24 edge tables; mean over {len(SEEDS)} populations (each with its own noise draw). "

@@ -385,8 +385,7 @@ def cgm_em(
     oracle = MarginalOracle(domain, [m.variables for m in ms])
     P = oracle.params
     if init is None:
-        init_l2 = noise_calibrated_l2(ms, N) if init_l2 is None else float(init_l2)
-        init = naive_mle(domain, ms, N=N, l2=init_l2).model
+        init = naive_mle(domain, ms, N=N, l2="calibrated" if init_l2 is None else init_l2).model
     if moment_match:
         ms = _moment_matched(ms)
     theta = P.join([f.values for f in init.factors])
@@ -398,7 +397,7 @@ def cgm_em(
     bar = tqdm(total=max_iter, desc="CGM-EM", disable=not progress, leave=False)
     for _ in range(max_iter):
         theta_in = theta
-        log_z_theta = oracle(theta)[0]
+        log_z_theta = oracle.flat(theta)[0]
         if estep == "dual":
             # inexact E-steps while EM moves a lot, exact ones as it settles
             tol_t = estep_tol if not adaptive_estep or not np.isfinite(last_change) else max(estep_tol, min(1e-6, 1e-3 * last_change))
