@@ -6,15 +6,16 @@ Everything here takes and returns pgmpy objects (``DiscreteMarkovNetwork``,
 
 from .data import contingency_tables, decode, encode, infer_domain, sample
 from .inference import LogBeliefPropagation
-from .examples import dirichlet_chain_network, load_adult, load_bif_example
+from .examples import adult_schema, dirichlet_chain_network, load_adult, load_bif_example
 from .metrics import kl_divergence, total_variation
-from .private import CGMEstimator, NaiveMLEEstimator, NoisyFactor, NoisyTables, release_tables
+from .private import BoundedTables, CGMEstimator, NaiveMLEEstimator, NoisyFactor, NoisyTables, bounded_tables, release_tables
 from .robust import RobustFilter
 from .mer import MERFit, ini, mer
 from .aggregated import Aggregates, FeatureEncoder, MaxEntClassifier, aggregate
 from .dask_backend import dask_runner, filter_dask, sample_partitions
-from ppgm.mechanisms import BudgetExceeded, GaussianMechanism, LaplaceMechanism, PrivacyAccountant
+from ppgm.mechanisms import BudgetExceeded, GaussianMechanism, LaplaceMechanism, NotPrivateWarning, PrivacyAccountant
 from .models import (
+    declared_states,
     bayes_from_pgmpy,
     bayes_to_pgmpy,
     markov_from_pgmpy,
@@ -32,7 +33,11 @@ __all__ = [
     "NoisyFactor",
     "NoisyTables",
     "PrivacyAccountant",
+    "NotPrivateWarning",
+    "BudgetExceeded",
     "release_tables",
+    "bounded_tables",
+    "BoundedTables",
     "RobustFilter",
     "MERFit",
     "Aggregates",
@@ -43,9 +48,11 @@ __all__ = [
     "filter_dask",
     "sample_partitions",
     "load_adult",
+    "adult_schema",
     "ini",
     "mer",
     "bayes_from_pgmpy",
+    "declared_states",
     "bayes_to_pgmpy",
     "contingency_tables",
     "decode",

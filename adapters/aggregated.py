@@ -12,16 +12,19 @@ import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from pgmpy.factors.discrete import DiscreteFactor
 from pgmpy.models import DiscreteMarkovNetwork
 
-from ppgm.aggregates import aggregate_records, release_aggregates, table_scopes, treat_as_exact
+from ppgm.aggregates import aggregate_records, noisy_aggregates, table_scopes, treat_as_exact
 from ppgm.domain import Domain
+from ppgm.factor import Factor
 from ppgm.measurement import Measurement
+from ppgm.mechanisms import GaussianMechanism, LaplaceMechanism, noise_generator
+from ppgm.private_quantiles import private_quantiles
 from ppgm.maxent import MaxEntLayout, MaxEntModel, PCDState, fit_maxent
 from ppgm.metrics import nllh
 
@@ -58,6 +61,36 @@ class FeatureEncoder:
             str(series.name), series.dtype, bool(series.isna().any()), bins, values.nunique(),
             lambda: (float(values.min()), float(values.max())), lambda: pd.unique(values),
         )
+
+    @classmethod
+    def numeric(cls, name: str, edges: Sequence[float], missing: bool = False) -> "FeatureEncoder":
+        """Bins between public ``edges`` (values below the first or above the last fall in the end
+        bins); ``missing`` adds a state for missing values.
+
+        Examples
+        --------
+        >>> FeatureEncoder.numeric("age", [17, 40, 90]).encode(pd.Series([10, 39, 95])).tolist()
+        [0, 0, 1]
+        """
+        edges = [float(e) for e in edges]
+        if len(edges) < 2 or not np.all(np.isfinite(edges)) or np.any(np.diff(edges) <= 0):
+            raise ValueError(f"bin_edges[{name!r}]: expected at least two finite, increasing edges, got {edges}")
+        states = [f"[{_fmt(a)}, {_fmt(b)})" for a, b in zip(edges[:-2], edges[1:-1])] + [f"[{_fmt(edges[-2])}, {_fmt(edges[-1])}]"]
+        return cls(str(name), "numeric", states + ([MISSING] if missing else []), edges, bool(missing))
+
+    @classmethod
+    def categorical(cls, name: str, categories: Sequence, missing: bool = False) -> "FeatureEncoder":
+        """One state per public category (compared as text); ``missing`` adds a state for missing values.
+
+        Examples
+        --------
+        >>> FeatureEncoder.categorical("job", ["a", "b"]).encode(pd.Series(["b", "c"])).tolist()   # c: unknown
+        [1, -1]
+        """
+        states = [str(c) for c in categories]
+        if not states or len(set(states)) != len(states):
+            raise ValueError(f"categories[{name!r}]: expected distinct categories, got {list(categories)}")
+        return cls(str(name), "categorical", states + ([MISSING] if missing else []), None, bool(missing))
 
     @classmethod
     def from_summary(cls, name: str, dtype, has_missing: bool, bins: int, nunique: int, bounds, uniques) -> "FeatureEncoder":
@@ -123,7 +156,8 @@ class Aggregates:
     encoders: dict
     tables: list
     n: float | None = None
-    spent: dict = field(default_factory=dict)
+    spent: tuple = ()
+    private: bool = False
 
     def __iter__(self) -> Iterator[Measurement]:
         return iter(self.tables)
@@ -151,9 +185,11 @@ class Aggregates:
 
     def save(self, path) -> None:
         meta = dict(
-            features=list(self.features), label=self.label, positive=str(self.positive), n=self.n, spent=self.spent,
+            features=list(self.features), label=self.label, positive=_plain(self.positive), n=self.n,
+            spent=list(self.spent), private=self.private,
             encoders={f: dict(kind=e.kind, states=e.states, edges=e.edges, missing=e.missing) for f, e in self.encoders.items()},
-            tables=[dict(variables=list(t.variables), noise=t.noise, scale=t.scale, hashed=t.buckets is not None) for t in self.tables],
+            tables=[dict(variables=list(t.variables), noise=t.noise, scale=t.scale, hashed=t.buckets is not None,
+                         integer=t.integer) for t in self.tables],
         )
         arrays = {}
         for i, t in enumerate(self.tables):
@@ -168,11 +204,12 @@ class Aggregates:
             meta = json.loads(str(z["meta"]))
             tables = [
                 Measurement(tuple(t["variables"]), z[f"d{i}"], t["noise"], t["scale"], meta["n"], label_sums=z[f"c{i}"],
-                            buckets=z[f"b{i}"] if t["hashed"] else None)
+                            buckets=z[f"b{i}"] if t["hashed"] else None, integer=bool(t.get("integer", False)))
                 for i, t in enumerate(meta["tables"])
             ]
         encoders = {f: FeatureEncoder(f, **e) for f, e in meta["encoders"].items()}
-        return cls(tuple(meta["features"]), meta["label"], meta["positive"], encoders, tables, meta["n"], meta["spent"])
+        return cls(tuple(meta["features"]), meta["label"], meta["positive"], encoders, tables, meta["n"],
+                   tuple(meta["spent"]), bool(meta.get("private", False)))
 
 
 def aggregate(
@@ -183,12 +220,26 @@ def aggregate(
     bins: int = 10,
     hash_size: int | None = None,
     mechanism=None,
-    seed=None,
+    *,
+    categories: Mapping | None = None,
+    bounds: Mapping | None = None,
+    bin_edges: Mapping | None = None,
+    missing: Sequence | bool = False,
+    quantile_epsilon: float | None = None,
+    on_unknown: str = "raise",
     positive=None,
     accountant=None,
-    publish_n: bool | None = None,
+    publish_n=None,
+    seed=None,
 ) -> Aggregates:
     """Counts and label sums of every single feature and every pair, from a DataFrame.
+
+    Without a ``mechanism`` the tables are exact, and columns without public encodings are encoded
+    from the data (bins over the observed range, the categories seen). With a ``mechanism`` the
+    release is differentially private end to end: every column needs a public encoding
+    (``categories``, ``bin_edges``, or ``bounds`` with equal-width or private-quantile bins), the
+    label's positive value is declared, the noise is integer and exact, and N is published only when
+    noised or declared public. The unit of privacy is one record.
 
     Parameters
     ----------
@@ -201,20 +252,41 @@ def aggregate(
     pairs : "all", "none" or a list of pairs
         Which pair tables to build (singles are always built).
     bins : int
-        Equal-width bins for numeric columns, fit on ``df`` (values outside the fitted range fall in
-        the end bins); numeric columns with at most ``bins`` distinct values stay categorical.
+        Number of bins of numeric columns (equal-width over ``bounds`` or the observed range, or
+        private quantiles with ``quantile_epsilon``); without a mechanism, numeric columns with at
+        most ``bins`` distinct values stay categorical.
     hash_size : int, optional
         Pair tables with more cells are hashed into this many buckets (a seeded map, reproducible).
     mechanism : LaplaceMechanism or GaussianMechanism, optional
         Release the tables with noise (sensitivity: every record touches 2K cells, d and c of K tables).
-    seed : int or Generator, optional
-        Noise and hashing seed.
+    categories : mapping, optional
+        ``{column: [categories...]}``, public category lists (compared as text).
+    bounds : mapping, optional
+        ``{column: (low, high)}``, public bounds of numeric columns (values outside are clipped into
+        the end bins).
+    bin_edges : mapping, optional
+        ``{column: [edges...]}``, public bin edges of numeric columns.
+    missing : bool or sequence of columns
+        Columns (True: all) that get a ``<missing>`` state for missing values (public encodings only;
+        encodings fit on the data add it when the column has missing values).
+    quantile_epsilon : float, optional
+        With a mechanism: spend this much (epsilon-DP, charged and listed in ``spent``) on private
+        quantile bin edges of the columns given by ``bounds``.
+    on_unknown : {"raise", "drop"}
+        A value outside a public encoding (or missing, without a missing state): an error naming the
+        column and the value, or drop the record (a per-record map, which stays private).
     positive : optional
-        The label value counted as 1; default ``1`` / ``True`` for 0-1 or boolean labels, else the
-        larger of the two sorted values.
+        The label value counted as 1. Without a mechanism: default ``1`` / ``True`` for 0-1 or boolean
+        labels, else the larger of the two sorted values. With a mechanism it must be declared
+        (default 1 / True only for integer or boolean label columns); every other value counts as 0.
     accountant : PrivacyAccountant, optional
-    publish_n : bool, optional
-        Release the record count with the tables (default: True without noise, False with noise).
+        Charged for every part (tables, quantiles, N) at once, or for none.
+    publish_n : bool, "public" or a mechanism, optional
+        The record count: default published without noise and withheld with it; ``"public"`` (or
+        True) declares it public (recorded in ``spent`` at no cost); a mechanism noises and charges it.
+    seed : int or Generator, optional
+        Hashing seed, and with a mechanism reproducible noise: the release is then not private
+        (``private`` is False, with a ``NotPrivateWarning``).
 
     Returns
     -------
@@ -226,39 +298,155 @@ def aggregate(
     >>> agg = aggregate(df, label="y", bins=2)
     >>> agg.tables[0].values.tolist(), agg.tables[0].label_sums.tolist()
     ([2.0, 2.0], [0.0, 2.0])
+    >>> noisy = aggregate(df, label="y", bins=2, mechanism=LaplaceMechanism(1.0),
+    ...                   bounds={"age": (18, 70)}, categories={"job": ["a", "b", "c"]})
+    >>> noisy.private, noisy.n, noisy.domain.cards
+    (True, None, (2, 3))
     """
     from .dask_backend import aggregate_dask, is_dask
 
+    spec = EncodingSpec.make(bins, categories, bounds, bin_edges, missing, quantile_epsilon, on_unknown, mechanism)
     if is_dask(df):  # encoders from distributed summaries, counts per partition on the workers
-        if int(bins) < 2:
-            raise ValueError(f"bins: expected at least 2 bins, got {bins!r}")
-        return aggregate_dask(df, features, label, pairs, bins, hash_size, mechanism, seed, positive, accountant, publish_n)
+        return aggregate_dask(df, features, label, pairs, spec, hash_size, mechanism, seed, positive, accountant, publish_n)
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df: expected a pandas DataFrame, got {type(df).__name__}")
-    if label not in df.columns:
-        raise ValueError(f"label: column {label!r} not in the DataFrame (columns {list(df.columns)})")
-    features = [c for c in df.columns if c != label] if features is None else list(features)
-    unknown = [f for f in features if f not in df.columns]
+    features = _feature_list(df.columns, features, label)
+    positive = _positive_label(df[label], label, positive, private=mechanism is not None)
+    rng = noise_generator(seed) if mechanism is not None else np.random.default_rng(seed)
+    encoders, quantile_part = spec.encoders(features, rng, fit=lambda f: FeatureEncoder.fit(df[f], spec.bins),
+                                            column=lambda f: df[f])
+    agg = Aggregates(tuple(features), label, positive, encoders, [])
+    codes, y = agg.encode(df), agg.labels(df)
+    keep = spec.known_rows(codes, df, features)
+    hash_seed = int((rng or np.random.default_rng()).integers(1 << 31)) if hash_size is not None else 0
+    exact = aggregate_records(codes[keep], y[keep], agg.domain, table_scopes(features, pairs), hash_size, hash_seed, publish_n=True)
+    return _with_tables(agg, exact, mechanism, rng, accountant, publish_n, quantile_part)
+
+
+@dataclass(frozen=True)
+class EncodingSpec:
+    """How ``aggregate`` encodes its columns: public encodings given by the caller, private quantile
+    edges, or (without a mechanism only) encodings fit on the data. One place for the pandas and the
+    Dask paths."""
+
+    bins: int
+    categories: dict
+    bounds: dict
+    bin_edges: dict
+    missing: object
+    quantile_epsilon: float | None
+    on_unknown: str
+    private: bool
+
+    @classmethod
+    def make(cls, bins, categories, bounds, bin_edges, missing, quantile_epsilon, on_unknown, mechanism) -> "EncodingSpec":
+        if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 2:
+            raise ValueError(f"bins: expected at least 2 bins, got {bins!r}")
+        if on_unknown not in ("raise", "drop"):
+            raise ValueError(f"on_unknown: expected 'raise' or 'drop', got {on_unknown!r}")
+        if quantile_epsilon is not None:
+            if mechanism is None:
+                raise ValueError("quantile_epsilon: private quantiles belong to a private release; give a mechanism")
+            if isinstance(quantile_epsilon, bool) or not (isinstance(quantile_epsilon, (int, float)) and 0 < quantile_epsilon < np.inf):
+                raise ValueError(f"quantile_epsilon: expected a positive number, got {quantile_epsilon!r}")
+        maps = {}
+        for name, m in (("categories", categories), ("bounds", bounds), ("bin_edges", bin_edges)):
+            if m is not None and not isinstance(m, Mapping):
+                raise TypeError(f"{name}: expected a mapping {{column: ...}}, got {type(m).__name__}")
+            maps[name] = dict(m or {})
+        return cls(int(bins), maps["categories"], maps["bounds"], maps["bin_edges"], missing, quantile_epsilon, on_unknown,
+                   mechanism is not None)
+
+    def has_missing_state(self, f) -> bool:
+        return bool(self.missing) if isinstance(self.missing, bool) else f in set(self.missing)
+
+    def encoders(self, features, rng, fit, column) -> tuple[dict, dict | None]:
+        """The encoder of every feature and the ledger part of private quantiles (None if none)."""
+        out, quantile_cols = {}, []
+        for f in features:
+            if f in self.categories:
+                out[f] = FeatureEncoder.categorical(f, self.categories[f], self.has_missing_state(f))
+            elif f in self.bin_edges:
+                out[f] = FeatureEncoder.numeric(f, self.bin_edges[f], self.has_missing_state(f))
+            elif f in self.bounds:
+                lo, hi = _bounds(f, self.bounds[f])
+                if self.quantile_epsilon is None:
+                    out[f] = FeatureEncoder.numeric(f, np.linspace(lo, hi, self.bins + 1), self.has_missing_state(f))
+                else:
+                    quantile_cols.append(f)
+            elif self.private:
+                raise ValueError(
+                    f"features: column {f!r} has no public encoding. A private release needs categories=, "
+                    "bin_edges= or bounds= for every feature (an encoding fit on the data would disclose its "
+                    "values, minimum and maximum)"
+                )
+            else:
+                out[f] = fit(f)
+        if not quantile_cols:
+            return {f: out[f] for f in features}, None
+        eps_each = self.quantile_epsilon / len(quantile_cols)
+        for f in quantile_cols:
+            lo, hi = _bounds(f, self.bounds[f])
+            x = pd.to_numeric(column(f), errors="coerce").to_numpy(float)
+            inner = private_quantiles(x, (lo, hi), np.arange(1, self.bins) / self.bins, eps_each, rng)
+            edges = np.unique(np.concatenate([[lo], inner[(inner > lo) & (inner < hi)], [hi]]))
+            out[f] = FeatureEncoder.numeric(f, edges, self.has_missing_state(f))
+        return {f: out[f] for f in features}, {"what": f"quantile bin edges of {quantile_cols}", "epsilon": self.quantile_epsilon}
+
+    def known_rows(self, codes: np.ndarray, df, features) -> np.ndarray:
+        """Rows whose every value has a state: all of them, or an error naming the column and the
+        value (``on_unknown="raise"``), or a mask of the rows kept (``"drop"``)."""
+        unknown = codes < 0
+        if not unknown.any():
+            return np.ones(len(codes), dtype=bool)
+        if self.on_unknown == "drop":
+            return ~unknown.any(axis=1)
+        j = int(np.flatnonzero(unknown.any(axis=0))[0])
+        f = features[j]
+        values = pd.unique(np.asarray(df[f])[unknown[:, j]])[:5]
+        raise ValueError(
+            f"data: column {f!r} has values {list(values)} outside its encoding; declare them (categories=, "
+            "missing=) or pass on_unknown='drop' to drop those records"
+        )
+
+
+def _bounds(f, b) -> tuple[float, float]:
+    try:
+        lo, hi = (float(x) for x in b)
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds[{f!r}]: expected (low, high), got {b!r}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ValueError(f"bounds[{f!r}]: expected finite low < high, got {b!r}")
+    return lo, hi
+
+
+def _feature_list(columns, features, label) -> list:
+    columns = list(columns)
+    if label not in columns:
+        raise ValueError(f"label: column {label!r} not in the DataFrame (columns {columns})")
+    features = [c for c in columns if c != label] if features is None else list(features)
+    unknown = [f for f in features if f not in columns]
     if unknown or label in features:
         raise ValueError(f"features: {unknown or [label]} are not feature columns of the DataFrame")
-    if int(bins) < 2:
-        raise ValueError(f"bins: expected at least 2 bins, got {bins!r}")
-    y_col = df[label]
-    if y_col.isna().any():
+    if not features:
+        raise ValueError("features: expected at least one feature column")
+    return features
+
+
+def _positive_label(y_col, label: str, positive, private: bool = False):
+    """The label value counted as 1 (see :func:`aggregate`). Without privacy the label must be binary
+    and the default is read from its values; with privacy nothing is read from the data."""
+    if private:
+        if positive is not None:
+            return positive
+        if pd.api.types.is_bool_dtype(y_col.dtype) or pd.api.types.is_integer_dtype(y_col.dtype):
+            return True if pd.api.types.is_bool_dtype(y_col.dtype) else 1
+        raise ValueError(f"positive: declare the positive value of label {label!r} for a private release "
+                         "(reading it from the data would disclose the label's values)")
+    has_na = y_col.isna().any()
+    if bool(has_na.compute() if hasattr(has_na, "compute") else has_na):
         raise ValueError(f"label: column {label!r} has missing values")
-    positive = _positive_label(sorted(pd.unique(y_col), key=str), label, positive)
-    y = (y_col.astype(str) == str(positive)).to_numpy(int)
-    encoders = {f: FeatureEncoder.fit(df[f], int(bins)) for f in features}
-    agg = Aggregates(tuple(features), label, positive, encoders, [])
-    codes = agg.encode(df)
-    rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
-    hash_seed = int(rng.integers(1 << 31)) if hash_size is not None else 0
-    exact = aggregate_records(codes, y, agg.domain, table_scopes(features, pairs), hash_size, hash_seed, publish_n=True)
-    return _with_tables(agg, exact, mechanism, rng, accountant, publish_n)
-
-
-def _positive_label(values: list, label: str, positive):
-    """The label value counted as 1 (see :func:`aggregate`), after checking the label is binary."""
+    values = sorted(_distinct(y_col), key=str)
     if len(values) > 2:
         raise ValueError(f"label: expected a binary label, column {label!r} has {len(values)} values")
     if positive is not None:
@@ -267,18 +455,42 @@ def _positive_label(values: list, label: str, positive):
     return 1 if text <= {"0", "1"} else True if text <= {"True", "False"} else values[-1]
 
 
-def _with_tables(agg: "Aggregates", exact: list, mechanism, rng, accountant, publish_n) -> "Aggregates":
-    """Attach the exact tables, or their release through ``mechanism``; publish N as asked (default:
-    yes without noise, no with it)."""
+def _distinct(col) -> list:
+    vals = col.dropna().unique()
+    return list(vals.compute() if hasattr(vals, "compute") else vals)
+
+
+def _with_tables(agg: "Aggregates", exact: list, mechanism, rng, accountant, publish_n, quantile_part=None) -> "Aggregates":
+    """Attach the exact tables, or their release through ``mechanism`` (every part charged at once);
+    publish N as asked (default: yes without noise, no with it)."""
     n = exact[0].n
-    publish = publish_n is not False if mechanism is None else bool(publish_n)
     if mechanism is None:
+        publish = publish_n is None or bool(publish_n)
         agg.tables = exact if publish else [Measurement(t.variables, t.values, label_sums=t.label_sums, buckets=t.buckets) for t in exact]
-    else:
-        agg.tables = release_aggregates(exact, mechanism, seed=rng, accountant=accountant, publish_n=publish)
-        agg.spent = mechanism.cost
-    agg.n = n if publish else None
+        agg.n = n if publish else None
+        return agg
+    n_mech = publish_n if isinstance(publish_n, (LaplaceMechanism, GaussianMechanism)) else None
+    if n_mech is None and publish_n not in (None, False, True, "public"):
+        raise ValueError(f"publish_n: expected False, 'public' (or True) or a mechanism to noise N with, got {publish_n!r}")
+    parts = [quantile_part] if quantile_part else []
+    parts.append({"what": "aggregates", **mechanism.cost})
+    if n_mech is not None:
+        parts.append({"what": "N", **n_mech.cost})
+    elif publish_n:
+        parts.append({"what": "N", "public": True})
+    if accountant is not None:
+        accountant.charge(parts)
+    if n_mech is not None:
+        noisy = n_mech.measure([Factor(("N",), np.array([int(round(n))], dtype=np.int64))], rng)[0]
+        n = max(float(noisy.values[0]), 1.0)
+    agg.n = n if publish_n else None
+    agg.tables = noisy_aggregates(exact, mechanism, rng, n=agg.n)
+    agg.spent, agg.private = tuple(parts), rng is None
     return agg
+
+
+def _plain(x):
+    return x.item() if isinstance(x, np.generic) else x
 
 
 def quadratic_one_hot(codes: np.ndarray, cards: Sequence[int]):

@@ -122,35 +122,36 @@ def _encoder_from_summary(ddf, name: str, bins: int):
     )
 
 
-def _partition_aggregate(part, agg, scopes, hash_size, hash_seed):
+def _partition_aggregate(part, agg, scopes, hash_size, hash_seed, spec):
     if len(part) == 0:
         return None
     codes, y = agg.encode(part), agg.labels(part)
-    return [a for t in aggregate_records(codes, y, agg.domain, scopes, hash_size, hash_seed) for a in (t.values, t.label_sums)]
+    keep = spec.known_rows(codes, part, list(agg.features))
+    if not keep.any():
+        return None
+    tables = aggregate_records(codes[keep], y[keep], agg.domain, scopes, hash_size, hash_seed)
+    return [a for t in tables for a in (t.values, t.label_sums)]
 
 
-def aggregate_dask(ddf, features, label, pairs, bins, hash_size, mechanism, seed, positive, accountant, publish_n):
-    """:func:`ppgm.adapters.aggregate` for a Dask DataFrame: encoders fitted from distributed
-    summaries (min, max, unique values), then counts and label sums per partition, summed."""
+def aggregate_dask(ddf, features, label, pairs, spec, hash_size, mechanism, seed, positive, accountant, publish_n):
+    """:func:`ppgm.adapters.aggregate` for a Dask DataFrame: public encoders, or encoders fitted from
+    distributed summaries (min, max, unique values), then counts and label sums per partition, summed."""
     import dask
 
-    from .aggregated import Aggregates, _positive_label, _with_tables
+    from .aggregated import Aggregates, _feature_list, _positive_label, _with_tables
 
-    if label not in ddf.columns:
-        raise ValueError(f"label: column {label!r} not in the DataFrame (columns {list(ddf.columns)})")
-    features = [c for c in ddf.columns if c != label] if features is None else list(features)
-    unknown = [f for f in features if f not in ddf.columns]
-    if unknown:
-        raise ValueError(f"features: {unknown} are not columns of the DataFrame")
-    if bool(ddf[label].isna().any().compute()):
-        raise ValueError(f"label: column {label!r} has missing values")
-    positive = _positive_label(sorted(_unique(ddf[label]), key=str), label, positive)
-    encoders = {f: _encoder_from_summary(ddf, f, int(bins)) for f in features}
+    from ppgm.mechanisms import noise_generator
+
+    features = _feature_list(ddf.columns, features, label)
+    if spec.quantile_epsilon is not None:
+        raise ValueError("quantile_epsilon: private quantiles need the column in memory; on Dask pass bin_edges= or bounds=")
+    positive = _positive_label(ddf[label], label, positive, private=mechanism is not None)
+    rng = noise_generator(seed) if mechanism is not None else np.random.default_rng(seed)
+    encoders, _ = spec.encoders(features, rng, fit=lambda f: _encoder_from_summary(ddf, f, spec.bins), column=None)
     agg = Aggregates(tuple(features), label, positive, encoders, [])
-    rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
-    hash_seed = int(rng.integers(1 << 31)) if hash_size is not None else 0
+    hash_seed = int((rng or np.random.default_rng()).integers(1 << 31)) if hash_size is not None else 0
     scopes = table_scopes(features, pairs)
-    parts = [dask.delayed(_partition_aggregate)(p, agg, scopes, hash_size, hash_seed) for p in ddf.to_delayed()]
+    parts = [dask.delayed(_partition_aggregate)(p, agg, scopes, hash_size, hash_seed, spec) for p in ddf.to_delayed()]
     while len(parts) > 1:
         parts = [dask.delayed(_sum_lists)(*parts[i : i + 8]) for i in range(0, len(parts), 8)]
     summed = dask.compute(parts[0])[0]

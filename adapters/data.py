@@ -63,6 +63,33 @@ def encode(data: pd.DataFrame, domain: Domain) -> np.ndarray:
     >>> encode(pd.DataFrame({"A": ["yes", "no"]}), d).ravel().tolist()
     [1, 0]
     """
+    out = codes_or_unknown(data, domain)
+    check_known(data, domain, out)
+    return out
+
+
+def check_known(data: pd.DataFrame, domain: Domain, codes: np.ndarray) -> None:
+    """Raise ``ValueError`` naming the first column (and its values) that ``codes`` marks unknown (-1)."""
+    bad_cols = np.flatnonzero((codes < 0).any(axis=0)) if codes.size else []
+    if len(bad_cols):
+        v = domain.variables[int(bad_cols[0])]
+        col = data[v]
+        if col.isna().any():
+            raise ValueError(f"data: column {v!r} has missing values; give them a state of their own")
+        bad = pd.unique(col[codes[:, int(bad_cols[0])] < 0])[:5]
+        raise ValueError(f"data: column {v!r} has values {list(bad)} that are not among its states {list(domain.state_names[v])}")
+
+
+def codes_or_unknown(data: pd.DataFrame, domain: Domain) -> np.ndarray:
+    """Integer codes (N, len(domain)) of the DataFrame's columns, -1 where a value is missing or not
+    among the variable's states (see :func:`encode`, which raises instead).
+
+    Examples
+    --------
+    >>> d = Domain(("A",), (2,), {"A": ["no", "yes"]})
+    >>> codes_or_unknown(pd.DataFrame({"A": ["yes", "maybe", None]}), d).ravel().tolist()
+    [1, -1, -1]
+    """
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"data: expected a pandas DataFrame, got {type(data).__name__}")
     missing = [v for v in domain.variables if v not in data.columns]
@@ -71,15 +98,33 @@ def encode(data: pd.DataFrame, domain: Domain) -> np.ndarray:
     out = np.empty((len(data), len(domain)), dtype=np.int64)
     for j, v in enumerate(domain.variables):
         col = data[v]
-        if col.isna().any():
-            raise ValueError(f"data: column {v!r} has missing values; give them a state of their own")
-        states = list(domain.state_names[v])
-        codes = pd.Index(states).get_indexer(col)
-        if (codes < 0).any():
-            bad = pd.unique(col[codes < 0])[:5]
-            raise ValueError(f"data: column {v!r} has values {list(bad)} that are not among its states {states}")
-        out[:, j] = codes
+        codes = pd.Index(list(domain.state_names[v])).get_indexer(col)
+        out[:, j] = np.where(col.isna().to_numpy(), -1, codes)
     return out
+
+
+def declared_domain(columns: Sequence, states: Mapping, argument: str = "state_names") -> Domain:
+    """Domain of ``columns`` from declared (public) states only, never from data values.
+
+    Raises ``ValueError`` naming the columns whose states are not declared.
+
+    Examples
+    --------
+    >>> declared_domain(["A"], {"A": ["no", "yes"], "B": [0, 1]}).cards
+    (2,)
+    """
+    undeclared = [c for c in columns if c not in states]
+    if undeclared:
+        raise ValueError(
+            f"{argument}: the states of {undeclared} are not declared. A private release counts over a public "
+            "domain: pass state_names={column: [states...]} or a model whose factors declare them "
+            "(states read from the data would disclose values that only the private data contain)"
+        )
+    names = {c: list(states[c]) for c in columns}
+    empty = [c for c in columns if not names[c]]
+    if empty:
+        raise ValueError(f"{argument}: columns {empty} are declared with no states")
+    return Domain(tuple(columns), tuple(len(names[c]) for c in columns), names)
 
 
 def decode(records: np.ndarray, domain: Domain) -> pd.DataFrame:

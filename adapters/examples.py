@@ -70,3 +70,28 @@ def load_adult() -> tuple:
     with (folder / "adult_test.csv.gz").open("rb") as fh:
         test = pd.read_csv(fh, compression="gzip")
     return train, test
+
+
+def adult_schema() -> dict:
+    """The public encoding of the Adult columns, as keyword arguments of
+    :func:`ppgm.adapters.aggregate` (``categories``, ``bounds``, ``positive``) for a private release.
+
+    Category lists are those documented with the data set (UCI's ``adult.names``; ``?`` marks an
+    unknown value), education codes are 1-16, and numeric columns get round public bounds (see
+    ``datasets/adult/schema.json``). Nothing in it is read from the records.
+
+    Examples
+    --------
+    >>> s = adult_schema()
+    >>> sorted(s), s["bounds"]["age"], len(s["categories"]["native-country"])
+    (['bounds', 'categories', 'positive'], (17.0, 90.0), 42)
+    """
+    import json
+
+    with (files("ppgm.adapters") / "datasets" / "adult" / "schema.json").open("r") as fh:
+        raw = json.load(fh)
+    return {
+        "categories": {c: list(v) for c, v in raw["categories"].items()},
+        "bounds": {c: (float(lo), float(hi)) for c, (lo, hi) in raw["bounds"].items()},
+        "positive": raw["positive"],
+    }

@@ -26,7 +26,29 @@ def _states(factor_like, var) -> list:
     return list(range(factor_like.get_cardinality([var])[var]))
 
 
-def _collect_domain(model, factors: Sequence) -> Domain:
+def declared_states(model) -> dict:
+    """``{variable: states}`` that a pgmpy model's factors (Markov network) or CPDs (Bayesian
+    network) declare, in the model's order (a variable's first factor sets it). Variables with no
+    factor are absent. This is the public domain a private release counts over.
+
+    Examples
+    --------
+    >>> from pgmpy.models import DiscreteMarkovNetwork
+    >>> mn = DiscreteMarkovNetwork([("A", "B")])
+    >>> mn.add_factors(DiscreteFactor(["A", "B"], [3, 2], range(6), state_names={"A": ["lo", "mid", "hi"], "B": [0, 1]}))
+    >>> declared_states(mn)["A"]
+    ['lo', 'mid', 'hi']
+    """
+    if isinstance(model, DiscreteBayesianNetwork):
+        factors = list(model.get_cpds())
+    elif isinstance(model, DiscreteMarkovNetwork):
+        factors = list(model.get_factors())
+    else:
+        raise TypeError(f"model: expected a pgmpy DiscreteMarkovNetwork or DiscreteBayesianNetwork, got {type(model).__name__}")
+    return _states_of(factors)
+
+
+def _states_of(factors: Sequence) -> dict:
     states: dict = {}
     for f in factors:
         for v in f.variables:
@@ -39,6 +61,11 @@ def _collect_domain(model, factors: Sequence) -> Domain:
                 )
             elif set(states[v]) != set(s):
                 raise ValueError(f"model: variable {v!r} has state names {states[v]} in one factor and {s} in another")
+    return states
+
+
+def _collect_domain(model, factors: Sequence) -> Domain:
+    states = _states_of(factors)
     variables = [v for v in model.nodes()]
     missing = [v for v in variables if v not in states]
     if missing:

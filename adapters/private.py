@@ -15,16 +15,21 @@ from pgmpy.models import DiscreteMarkovNetwork
 from ppgm.cgm import cgm_em, naive_mle, population_size
 from ppgm.domain import Domain
 from ppgm.measurement import Measurement
-from ppgm.mechanisms import GaussianMechanism, LaplaceMechanism, PrivacyAccountant
+from ppgm.contributions import keep_at_most, reweight_by_individual
+from ppgm.factor import Factor
+from ppgm.mechanisms import GaussianMechanism, LaplaceMechanism, PrivacyAccountant, noise_generator
+from ppgm.rng import as_generator
 from ppgm.tables import contingency_tables as _engine_tables
 
-from .data import clique_domain, encode
-from .models import markov_to_pgmpy
+from .data import check_known, codes_or_unknown, declared_domain
+from .models import declared_states, markov_to_pgmpy
 
 
 @dataclass(frozen=True)
 class NoisyFactor:
     """One released table: noisy counts over ``variables`` and the noise that produced them.
+
+    ``integer`` is True when the noise is integer-valued (discrete Laplace / Gaussian on counts).
 
     Examples
     --------
@@ -38,9 +43,10 @@ class NoisyFactor:
     state_names: dict
     noise: str
     scale: float
+    integer: bool = False
 
     def to_measurement(self, n: float | None = None) -> Measurement:
-        return Measurement(self.variables, self.values, self.noise, self.scale, n)
+        return Measurement(self.variables, self.values, self.noise, self.scale, n, integer=self.integer)
 
 
 @dataclass(frozen=True)
@@ -53,20 +59,26 @@ class NoisyTables:
     Attributes
     ----------
     n : float or None
-        The record count when it was published with the tables.
-    spent : dict
-        What the release cost (``{"epsilon": ...}`` or ``{"rho": ...}``).
+        The record count when it was published with the tables (declared public, or noised: see
+        ``spent``).
+    spent : tuple of dict
+        Every published part and what it cost: ``{"what": "tables", "epsilon": ...}`` (or ``"rho"``),
+        ``{"what": "N", "public": True}`` when the caller declared N public.
+    private : bool
+        False when the noise was seeded (reproducible, not differentially private) or when the
+        tables were built elsewhere and their provenance is unknown.
 
     Examples
     --------
     >>> t = NoisyTables.from_factors([DiscreteFactor(["A"], [2], [40.2, 59.1])], noise="laplace", scale=1.0)
-    >>> [f.variables for f in t]
-    [('A',)]
+    >>> [f.variables for f in t], t.private
+    ([('A',)], False)
     """
 
     factors: tuple
     n: float | None = None
-    spent: dict = field(default_factory=dict)
+    spent: tuple = ()
+    private: bool = False
 
     def __iter__(self) -> Iterator[NoisyFactor]:
         return iter(self.factors)
@@ -90,8 +102,9 @@ class NoisyTables:
 
     @classmethod
     def from_factors(cls, factors: Sequence[DiscreteFactor], noise: str, scale: float | Sequence[float],
-                     n: float | None = None, spent: Mapping | None = None) -> "NoisyTables":
-        """Tables released by someone else, as pgmpy ``DiscreteFactor``s of noisy counts."""
+                     n: float | None = None, spent: Sequence[Mapping] = (), integer: bool = False) -> "NoisyTables":
+        """Tables released by someone else, as pgmpy ``DiscreteFactor``s of noisy counts (``private``
+        is False: ppgm cannot vouch for how they were made)."""
         scales = [scale] * len(factors) if np.isscalar(scale) else list(scale)
         if len(scales) != len(factors):
             raise ValueError(f"scale: expected one scale or {len(factors)}, got {len(scales)}")
@@ -99,17 +112,17 @@ class NoisyTables:
         for f, s in zip(factors, scales):
             names = {v: list(f.state_names[v]) if f.state_names and v in f.state_names else list(range(c))
                      for v, c in zip(f.variables, f.cardinality)}
-            m = Measurement(tuple(f.variables), np.asarray(f.values, dtype=float), noise, s, n)  # validates
-            out.append(NoisyFactor(m.variables, m.values, names, noise, m.scale))
-        return cls(tuple(out), n, dict(spent or {}))
+            m = Measurement(tuple(f.variables), np.asarray(f.values, dtype=float), noise, s, n, integer=integer)  # validates
+            out.append(NoisyFactor(m.variables, m.values, names, noise, m.scale, m.integer))
+        return cls(tuple(out), n, tuple(dict(p) for p in spent), False)
 
     def save(self, path) -> None:
         """Write the release to an ``.npz`` file (tables and metadata; no records)."""
         meta = {
-            "n": self.n, "spent": self.spent,
+            "n": self.n, "spent": list(self.spent), "private": self.private,
             "factors": [{"variables": [_plain(v) for v in f.variables],
                          "state_names": {str(v): [_plain(s) for s in f.state_names[v]] for v in f.variables},
-                         "noise": f.noise, "scale": f.scale} for f in self.factors],
+                         "noise": f.noise, "scale": f.scale, "integer": f.integer} for f in self.factors],
         }
         arrays = {f"t{i}": f.values for i, f in enumerate(self.factors)}
         np.savez(Path(path), meta=np.array(json.dumps(meta)), **arrays)
@@ -123,8 +136,8 @@ class NoisyTables:
             for i, fm in enumerate(meta["factors"]):
                 variables = tuple(fm["variables"])
                 names = {v: fm["state_names"][str(v)] for v in variables}
-                out.append(NoisyFactor(variables, z[f"t{i}"], names, fm["noise"], float(fm["scale"])))
-        return cls(tuple(out), meta["n"], meta["spent"])
+                out.append(NoisyFactor(variables, z[f"t{i}"], names, fm["noise"], float(fm["scale"]), bool(fm.get("integer", False))))
+        return cls(tuple(out), meta["n"], tuple(meta["spent"]), bool(meta.get("private", False)))
 
 
 def _plain(x):
@@ -141,57 +154,222 @@ def release_tables(
     data: pd.DataFrame,
     cliques_or_model,
     mechanism: LaplaceMechanism | GaussianMechanism,
-    seed=None,
+    *,
     state_names: Mapping | None = None,
-    weights=None,
     individuals=None,
+    max_contributions: int | None = None,
+    reweight: bool = False,
+    weights=None,
+    on_unknown: str = "raise",
+    publish_n=False,
     accountant: PrivacyAccountant | None = None,
-    publish_n: bool = False,
+    seed=None,
 ) -> NoisyTables:
-    """Count the cliques' contingency tables in ``data`` and release them through ``mechanism``.
+    """Count the cliques' contingency tables in ``data`` and release them through ``mechanism``,
+    differentially private end to end.
+
+    The privacy model: neighbouring data sets differ by one individual's records (one record, or all
+    records of one value of ``individuals``). Everything published is either charged or declared public
+    by the caller: the domain comes from the model's declared states or ``state_names``, never from
+    the data; one individual's contribution is bounded by a public rule; the noise is integer and
+    sampled exactly (OpenDP, the operating system's random source); N is published only if noised
+    and charged, or declared public.
 
     Parameters
     ----------
     data : pandas.DataFrame
-    cliques_or_model : sequence of cliques, or a pgmpy ``DiscreteMarkovNetwork`` (its factor scopes)
+    cliques_or_model : sequence of cliques, or a pgmpy ``DiscreteMarkovNetwork`` (its factor scopes;
+        its factors' state names are the public domain, in the model's order)
     mechanism : LaplaceMechanism or GaussianMechanism
-    seed : int or numpy.random.Generator, optional
     state_names : mapping, optional
-        States of each variable; default: the sorted values seen (which is itself a disclosure:
-        pass the public state spaces for a strict guarantee).
+        ``{column: states}``, the public domain (overrides the model's). A column whose states are
+        declared nowhere is an error.
+    individuals : str or array-like, optional
+        Who each record belongs to (a column name or one id per record). Requires a public bound:
+        ``max_contributions=k`` (keep a random subset of at most k records per individual;
+        sensitivity k per table) or ``reweight=True`` (each of an individual's K records weighted
+        1 / K; sensitivity 1 per table). Without it every record is its own individual.
+    max_contributions : int, optional
+    reweight : bool
     weights : array-like, optional
-        Per-record weights (e.g. 1/K for a person with K records).
-    individuals : array-like or column name, optional
-        Who each record belongs to; the sensitivity then uses the largest total weight of one
-        individual (default: the largest record weight, or 1).
+        Per-record weights in [0, 1] (each record still counts for at most 1). Not with ``reweight``.
+    on_unknown : {"raise", "drop"}
+        A value outside the declared states (or a missing value): an error naming the column and the
+        value, or drop the record (a per-record map, which stays private).
+    publish_n : False, "public", True or a mechanism
+        Publish the record count: ``"public"`` (or True) declares it public (recorded in ``spent`` and
+        the accountant's ledger at no cost); a mechanism releases it with noise and charges it.
     accountant : PrivacyAccountant, optional
-        Charged for the release; an over-budget release raises ``BudgetExceeded`` and releases nothing.
-    publish_n : bool
-        Also publish the exact record count (not private: only when N is public anyway).
+        Charged for every part at once; an over-budget release raises ``BudgetExceeded`` and releases
+        nothing.
+    seed : int or numpy.random.Generator, optional
+        Reproducible noise for tests and tutorials: the release is then **not private**
+        (``release.private`` is False, with a ``NotPrivateWarning``). Omit it for a private release.
+
+    Returns
+    -------
+    NoisyTables
 
     Examples
     --------
     >>> df = pd.DataFrame({"A": [0, 1, 1, 0], "B": [1, 1, 0, 0]})
-    >>> rel = release_tables(df, [("A", "B")], LaplaceMechanism(1.0), seed=0)
-    >>> next(iter(rel)).scale, rel.spent
-    (1.0, {'epsilon': 1.0})
+    >>> rel = release_tables(df, [("A", "B")], LaplaceMechanism(1.0), state_names={"A": [0, 1], "B": [0, 1]})
+    >>> next(iter(rel)).scale, rel.spent, rel.private
+    (1.0, ({'what': 'tables', 'epsilon': 1.0},), True)
     """
-    cliques, dom = clique_domain(data, _cliques(cliques_or_model), state_names, "cliques_or_model")
-    w = None if weights is None else np.asarray(weights, dtype=float)
-    contribution = 1.0 if w is None else float(np.max(w))
-    if individuals is not None:
-        ids = data[individuals].to_numpy() if isinstance(individuals, str) else np.asarray(individuals)
-        if len(ids) != len(data):
-            raise ValueError(f"individuals: expected {len(data)} entries, got {len(ids)}")
-        per = pd.Series(w if w is not None else np.ones(len(data))).groupby(ids).sum()
-        contribution = float(per.max())
-    tables = _engine_tables(encode(data, dom), dom, cliques, weights=w)
-    ms = mechanism.release(tables, seed=seed, contribution=contribution, accountant=accountant,
-                           n=float(len(data) if w is None else w.sum()) if publish_n else None)
-    spent = mechanism.cost
-    factors = tuple(NoisyFactor(m.variables, m.values, {v: list(dom.state_names[v]) for v in m.variables}, m.noise, m.scale)
+    rng = noise_generator(seed)  # None: private noise (and an unseeded choice of records)
+    counted = bounded_tables(data, cliques_or_model, state_names=state_names, individuals=individuals,
+                             max_contributions=max_contributions, reweight=reweight, weights=weights,
+                             on_unknown=on_unknown, seed=rng)
+    parts = [{"what": "tables", **mechanism.cost}]
+    n_mech = _n_mechanism(publish_n)
+    if n_mech is not None:
+        parts.append({"what": "N", **n_mech.cost})
+    elif publish_n:
+        parts.append({"what": "N", "public": True})
+    if accountant is not None:
+        accountant.charge(parts)
+    n = _published_n(counted, publish_n, n_mech, rng)
+    ms = mechanism.measure(counted.tables, rng, contribution=counted.contribution, n=n)
+    dom = counted.domain
+    factors = tuple(NoisyFactor(m.variables, m.values, {v: list(dom.state_names[v]) for v in m.variables}, m.noise, m.scale, m.integer)
                     for m in ms)
-    return NoisyTables(factors, ms[0].n, spent)
+    return NoisyTables(factors, n, tuple(parts), rng is None)
+
+
+@dataclass(frozen=True)
+class BoundedTables:
+    """The exact tables a release adds noise to (never publish them): engine ``Factor`` counts over
+    the public ``domain``, the public bound ``contribution`` of one individual's weight per table,
+    the number of records counted ``n_records`` and their total weight ``total``.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"A": ["a", "b", "b"]})
+    >>> b = bounded_tables(df, [("A",)], state_names={"A": ["a", "b", "c"]})
+    >>> b.as_factors()[0].values.tolist(), b.contribution, b.n_records
+    ([1.0, 2.0, 0.0], 1.0, 3)
+    """
+
+    tables: list
+    domain: Domain
+    contribution: float
+    n_records: int
+    total: float
+    weighted: bool
+
+    def as_factors(self) -> list[DiscreteFactor]:
+        """The tables as pgmpy ``DiscreteFactor``s with the domain's state names."""
+        return [DiscreteFactor(list(t.variables), list(t.shape), np.asarray(t.values, dtype=float),
+                               state_names={v: list(self.domain.state_names[v]) for v in t.variables}) for t in self.tables]
+
+
+def bounded_tables(
+    data: pd.DataFrame,
+    cliques_or_model,
+    *,
+    state_names: Mapping | None = None,
+    individuals=None,
+    max_contributions: int | None = None,
+    reweight: bool = False,
+    weights=None,
+    on_unknown: str = "raise",
+    seed=None,
+) -> BoundedTables:
+    """The exact contingency tables that :func:`release_tables` adds noise to, over the public
+    domain and after bounding each individual's contribution (same arguments, same checks). For
+    inspecting and testing a release's sensitivity; the tables themselves are not private.
+    ``seed`` only drives the random choice of records kept under ``max_contributions``.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"A": [0, 1, 1, 1], "who": ["u", "v", "v", "v"]})
+    >>> b = bounded_tables(df, [("A",)], state_names={"A": [0, 1]}, individuals="who", max_contributions=2, seed=0)
+    >>> b.tables[0].values.tolist(), b.contribution
+    ([1, 2], 2.0)
+    """
+    rng = as_generator(seed)
+    cliques = [tuple(c) for c in _cliques(cliques_or_model)]
+    if not cliques:
+        raise ValueError("cliques_or_model: expected at least one clique")
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(f"data: expected a pandas DataFrame, got {type(data).__name__}")
+    columns = list(dict.fromkeys(v for c in cliques for v in c))
+    absent = [v for v in columns if v not in data.columns]
+    if absent:
+        raise ValueError(f"cliques_or_model: columns {absent} are not in the data; it has {list(data.columns)}")
+    declared = declared_states(cliques_or_model) if isinstance(cliques_or_model, DiscreteMarkovNetwork) else {}
+    dom = declared_domain(columns, {**declared, **dict(state_names or {})})
+    codes = codes_or_unknown(data, dom)
+    keep, w, contribution = _bounded_records(data, dom, codes, individuals, max_contributions, reweight, weights, on_unknown, rng)
+    codes = codes[keep]
+    if w is not None:
+        w = w[keep]
+    if len(codes):
+        tables = _engine_tables(codes, dom, cliques, weights=w)
+    else:
+        tables = [Factor(c, np.zeros(dom.shape(c), dtype=float if w is not None else np.int64)) for c in cliques]
+    total = float(len(codes)) if w is None else float(w.sum())
+    return BoundedTables(tables, dom, contribution, int(len(codes)), total, w is not None)
+
+
+def _bounded_records(data, dom, codes, individuals, max_contributions, reweight, weights, on_unknown, rng):
+    """The records that enter the counts (a mask), their weights and the public per-table bound of
+    one individual's contribution."""
+    if on_unknown not in ("raise", "drop"):
+        raise ValueError(f"on_unknown: expected 'raise' or 'drop', got {on_unknown!r}")
+    if on_unknown == "raise":
+        check_known(data, dom, codes)  # raises naming the column and the value
+    keep = (codes >= 0).all(axis=1)
+    w = None
+    if weights is not None:
+        if reweight:
+            raise ValueError("weights: not with reweight=True (reweighting sets the weights)")
+        w = np.asarray(weights, dtype=float).ravel()
+        if w.shape[0] != len(data):
+            raise ValueError(f"weights: expected {len(data)} weights, one per record, got {w.shape[0]}")
+        if not np.all(np.isfinite(w)) or (w < 0).any() or (w > 1).any():
+            raise ValueError("weights: expected weights in [0, 1] (the public bound of one record's weight is 1)")
+    if individuals is None:
+        if max_contributions is not None or reweight:
+            raise ValueError("individuals: max_contributions and reweight bound each individual's records; name the individuals")
+        return keep, w, 1.0
+    if isinstance(individuals, str) and individuals not in data.columns:
+        raise ValueError(f"individuals: column {individuals!r} is not in the data")
+    ids = data[individuals].to_numpy() if isinstance(individuals, str) else np.asarray(individuals)
+    if ids.ndim != 1 or ids.shape[0] != len(data):
+        raise ValueError(f"individuals: expected {len(data)} entries, one per record, got shape {ids.shape}")
+    if (max_contributions is None) == (not reweight):
+        raise ValueError(
+            "individuals: give a public bound on each individual's records, max_contributions=k or reweight=True "
+            "(one of them); a bound read from the data would itself be a disclosure"
+        )
+    if reweight:
+        w = np.zeros(len(data))
+        w[keep] = reweight_by_individual(ids[keep])
+        return keep, w, 1.0
+    keep = keep.copy()
+    keep[keep] = keep_at_most(ids[keep], max_contributions, rng)
+    return keep, w, float(max_contributions)
+
+
+def _n_mechanism(publish_n):
+    if isinstance(publish_n, (LaplaceMechanism, GaussianMechanism)):
+        return publish_n
+    if publish_n not in (False, True, "public", None):
+        raise ValueError(f"publish_n: expected False, 'public' (or True) or a mechanism to noise N with, got {publish_n!r}")
+    return None
+
+
+def _published_n(counted: BoundedTables, publish_n, n_mech, rng) -> float | None:
+    """N as published: exact when declared public, noised (and at least 1) with a mechanism."""
+    if not publish_n:
+        return None
+    if n_mech is None:
+        return counted.total if counted.total > 0 else None
+    count = np.array([counted.total]) if counted.weighted else np.array([counted.n_records], dtype=np.int64)
+    noisy = n_mech.measure([Factor(("N",), count)], rng, contribution=counted.contribution)[0]
+    return max(float(noisy.values[0]), 1.0)
 
 
 class _NoisyTableEstimator:
@@ -215,7 +393,31 @@ class _NoisyTableEstimator:
         missing = set(self.model.nodes()) - set(dom.variables)
         if missing:
             raise ValueError(f"noisy_tables: the model's variables {sorted(map(str, missing))} appear in no table")
-        return dom, noisy_tables.measurements()
+        return _in_model_order(dom, noisy_tables.measurements(), declared_states(self.model))
+
+
+def _in_model_order(dom: Domain, ms: list[Measurement], declared: Mapping) -> tuple[Domain, list[Measurement]]:
+    """The release's domain and tables with every variable's states in the model's declared order
+    (so that the fitted network lists them as the model does); different state sets are an error."""
+    order = {}
+    for v in dom.variables:
+        if v not in declared or list(declared[v]) == list(dom.state_names[v]):
+            continue
+        have, want = list(dom.state_names[v]), list(declared[v])
+        if len(have) != len(want) or set(have) != set(want):
+            raise ValueError(f"noisy_tables: variable {v!r} was released with states {have}, the model declares {want}")
+        order[v] = [have.index(x) for x in want]
+    if not order:
+        return dom, ms
+    names = {v: [dom.state_names[v][i] for i in order[v]] if v in order else list(dom.state_names[v]) for v in dom.variables}
+    out = []
+    for m in ms:
+        vals = m.values
+        for ax, v in enumerate(m.variables):
+            if v in order:
+                vals = np.take(vals, order[v], axis=ax)
+        out.append(Measurement(m.variables, vals, m.noise, m.scale, m.n, integer=m.integer))
+    return Domain(dom.variables, dom.cards, names), out
 
 
 class NaiveMLEEstimator(_NoisyTableEstimator):

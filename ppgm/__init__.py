@@ -40,7 +40,17 @@ from .markov import MarkovNetwork
 from .robust_filter import FilterResult, filter_known_topology
 from .cgm import cgm_em, naive_mle, population_size
 from .measurement import Measurement
-from .mechanisms import GaussianMechanism, LaplaceMechanism, PrivacyAccountant
+from .mechanisms import (
+    BudgetExceeded,
+    GaussianMechanism,
+    LaplaceMechanism,
+    NotPrivateWarning,
+    PrivacyAccountant,
+    rho_from_epsilon_delta,
+    zcdp_epsilon,
+)
+from .contributions import keep_at_most, reweight_by_individual
+from .private_quantiles import private_quantiles
 from .mle import fit_marginals
 from .mer import MERResult
 from .mer_discrete import DiscreteMER
@@ -80,6 +90,13 @@ __all__ = [
     "LaplaceMechanism",
     "GaussianMechanism",
     "PrivacyAccountant",
+    "BudgetExceeded",
+    "NotPrivateWarning",
+    "rho_from_epsilon_delta",
+    "zcdp_epsilon",
+    "keep_at_most",
+    "reweight_by_individual",
+    "private_quantiles",
     "cgm_em",
     "fit_marginals",
     "naive_mle",

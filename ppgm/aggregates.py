@@ -116,35 +116,67 @@ def release_aggregates(
     accountant: PrivacyAccountant | None = None,
     publish_n: bool = False,
 ) -> list[Measurement]:
-    """Noisy copies of aggregated tables through ``mechanism`` (Laplace or Gaussian).
+    """Noisy copies of aggregated tables through ``mechanism`` (discrete Laplace or Gaussian).
 
     Each record adds 1 to one cell of every table's d and at most 1 to one cell of its c, so a
     release of K tables is a release of 2K count tables: L1 sensitivity 2K (Laplace), L2 sqrt(2K)
-    (Gaussian). The accountant, if given, is charged once.
+    (Gaussian). The accountant, if given, is charged once. ``seed`` makes the noise reproducible and
+    the release not private (see :meth:`ppgm.mechanisms.LaplaceMechanism.release`). ``publish_n``
+    attaches the exact N of the tables, which the caller declares public.
 
     Examples
     --------
     >>> from ppgm.mechanisms import LaplaceMechanism
     >>> d = Domain(("a",), (2,))
     >>> exact = aggregate_records([[0], [1]], [1, 0], d, [("a",)])
-    >>> noisy = release_aggregates(exact, LaplaceMechanism(1.0), seed=0)
-    >>> noisy[0].noise, noisy[0].scale
-    ('laplace', 2.0)
+    >>> noisy = release_aggregates(exact, LaplaceMechanism(1.0))
+    >>> noisy[0].noise, noisy[0].scale, noisy[0].integer
+    ('laplace', 2.0, True)
     """
-    from .factor import Factor
+    from .mechanisms import noise_generator
 
+    tables = _check_exact(tables)
+    if accountant is not None:
+        accountant.charge([{"what": "aggregates", **mechanism.cost}])
+    n = tables[0].n if publish_n else None
+    return noisy_aggregates(tables, mechanism, noise_generator(seed), n=n)
+
+
+def _check_exact(tables: Sequence[Measurement]) -> list[Measurement]:
     tables = list(tables)
+    if not tables:
+        raise ValueError("tables: nothing to release")
     for t in tables:
         if t.label_sums is None or t.noise != "none":
             raise ValueError("tables: expected exact aggregated tables (counts with label sums)")
-    flat = [Factor(("cell",), t.values.ravel()) for t in tables] + [Factor(("cell",), t.label_sums.ravel()) for t in tables]
-    noisy = mechanism.release(flat, seed=seed, accountant=accountant)
+        if not (np.all(t.values == np.round(t.values)) and np.all(t.label_sums == np.round(t.label_sums))):
+            raise ValueError(f"tables: the aggregated table over {t.variables} holds non-integer counts")
+    return tables
+
+
+def noisy_aggregates(tables: Sequence[Measurement], mechanism, rng: np.random.Generator | None = None,
+                     n: float | None = None) -> list[Measurement]:
+    """The noise of :func:`release_aggregates` without accounting: integer noise on the integer d and
+    c, private when ``rng`` is None (see :meth:`ppgm.mechanisms.LaplaceMechanism.measure`).
+
+    Examples
+    --------
+    >>> from ppgm.mechanisms import LaplaceMechanism
+    >>> exact = aggregate_records([[0], [1]], [1, 0], Domain(("a",), (2,)), [("a",)])
+    >>> noisy_aggregates(exact, LaplaceMechanism(1.0), np.random.default_rng(0))[0].label_sums.shape
+    (2,)
+    """
+    from .factor import Factor
+
+    tables = _check_exact(tables)
+    flat = [Factor(("cell",), np.rint(t.values).astype(np.int64).ravel()) for t in tables]
+    flat += [Factor(("cell",), np.rint(t.label_sums).astype(np.int64).ravel()) for t in tables]
+    noisy = mechanism.measure(flat, rng)
     k = len(tables)
-    n = tables[0].n if publish_n and tables else None
     return [
         Measurement(
             t.variables, noisy[i].values.reshape(t.shape), noisy[i].noise, noisy[i].scale, n,
-            label_sums=noisy[k + i].values.reshape(t.shape), buckets=t.buckets,
+            label_sums=noisy[k + i].values.reshape(t.shape), buckets=t.buckets, integer=True,
         )
         for i, t in enumerate(tables)
     ]

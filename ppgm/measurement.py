@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .factor import Factor
+from .noise import noise_logpmf, noise_variance
 
 NOISES = ("none", "laplace", "gaussian")
 
@@ -41,6 +42,11 @@ class Measurement:
     buckets : numpy.ndarray of int, optional
         For a hashed table: the bucket of every cell of the clique (shape: the clique's table);
         ``values`` (and ``label_sums``) are then 1-D, one entry per bucket.
+    integer : bool
+        The noise was integer-valued (discrete Laplace / discrete Gaussian on integer counts, what
+        private releases add). :attr:`variance` and :meth:`log_likelihood` are then those of the
+        discrete law; for integer true counts its log-likelihood differs from the continuous one by
+        a constant per cell, so the learners' continuous relaxation of n is unchanged.
 
     Examples
     --------
@@ -56,6 +62,7 @@ class Measurement:
     n: float | None = None
     label_sums: np.ndarray | None = None
     buckets: np.ndarray | None = None
+    integer: bool = False
 
     def __post_init__(self) -> None:
         variables = tuple(self.variables)
@@ -89,9 +96,12 @@ class Measurement:
             if self.noise == "none" and ((c < 0).any() or (c > values + 1e-9 * np.maximum(1, values)).any()):
                 raise ValueError(f"label_sums: exact label sums over {variables} must lie in [0, count] in every cell (c <= d)")
             object.__setattr__(self, "label_sums", c)
+        if self.integer and (self.noise == "none" or not np.all(values == np.round(values))):
+            raise ValueError(f"integer: integer noise needs a noise law and whole-number values over {variables}")
         object.__setattr__(self, "variables", variables)
         object.__setattr__(self, "values", values)
         object.__setattr__(self, "scale", scale)
+        object.__setattr__(self, "integer", bool(self.integer))
 
     @property
     def shape(self) -> tuple:
@@ -99,20 +109,21 @@ class Measurement:
 
     @property
     def variance(self) -> float:
-        """Noise variance of each cell."""
-        return {"none": 0.0, "laplace": 2 * self.scale**2, "gaussian": self.scale**2}[self.noise]
+        """Noise variance of each cell (of the discrete law for integer noise)."""
+        if self.noise == "none":
+            return 0.0
+        return noise_variance(self.noise, self.scale, self.integer)
 
     def as_factor(self) -> Factor:
         return Factor(self.variables, self.values)
 
     def log_likelihood(self, counts: np.ndarray) -> float:
-        """log p(y | n) of true counts ``counts`` (same shape as ``values``)."""
+        """log p(y | n) of true counts ``counts`` (same shape as ``values``): a log density for
+        continuous noise, the log probability mass of the discrete law for integer noise."""
+        if self.noise == "none":
+            raise ValueError("log_likelihood: an exact measurement has no noise model (noise='none')")
         r = self.values - np.asarray(counts, dtype=float)
-        if self.noise == "laplace":
-            return float(-np.abs(r).sum() / self.scale - r.size * np.log(2 * self.scale))
-        if self.noise == "gaussian":
-            return float(-0.5 * (r**2).sum() / self.scale**2 - r.size * np.log(self.scale * np.sqrt(2 * np.pi)))
-        raise ValueError("log_likelihood: an exact measurement has no noise model (noise='none')")
+        return float(noise_logpmf(self.noise, r, self.scale, self.integer).sum())
 
     def gradient(self, counts: np.ndarray, smoothing: float = 0.0) -> np.ndarray:
         """d log p(y | n) / d n.

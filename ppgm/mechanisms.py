@@ -1,48 +1,66 @@
-"""Differentially private release of contingency tables: Laplace and Gaussian mechanisms and a
-privacy accountant.
+"""Differentially private release of contingency tables: the discrete Laplace and discrete Gaussian
+mechanisms, and a privacy accountant.
 
-Sensitivity. One individual changes each of the T released clique tables by at most their total
-weight w in one cell (w = 1 when each person is one record; the CGM paper's wifi study gives each of
-a user's K records weight 1/K, so w = 1 per user). Adding or removing that person moves the
-concatenated tables by w T in L1 and by w sqrt(T) in L2.
+Unit of privacy and sensitivity. Neighbouring data sets differ by one individual's records (added or
+removed). Each individual touches each of the T released tables with total weight at most w: one
+record (w = 1), at most k records kept per person (w = k), or a person's K records weighted 1/K each
+(w = 1, the CGM paper's choice). That bound must be public (see ``ppgm.contributions``); it is never
+read from the data. One individual then moves the concatenated tables by at most w T in L1 and
+w sqrt(T) in L2.
 
-Accounting. Pure epsilon-DP budgets add up; so do zero-concentrated (rho-zCDP) budgets. A Laplace
-release at epsilon is epsilon-DP and epsilon^2 / 2-zCDP; a Gaussian release with L2 sensitivity D and
-noise sigma is D^2 / (2 sigma^2)-zCDP. An (epsilon, delta) target is turned into rho by solving
-epsilon = rho + 2 sqrt(rho log(1/delta)).
+Noise. Counts are integers and get integer noise sampled exactly (``ppgm.noise``): discrete
+Laplace with scale b = w T / epsilon is epsilon-DP; the discrete Gaussian with sigma = w sqrt(T) /
+sqrt(2 rho) is rho-zCDP (Canonne, Kamath and Steinke 2020). Without a seed the noise comes from
+OpenDP's samplers and the operating system's random source; a seed gives reproducible noise and a
+release that is not private (a :class:`NotPrivateWarning` says so).
+
+Accounting. Pure epsilon-DP budgets add up, and so do zCDP budgets; an epsilon-DP release is
+epsilon^2 / 2-zCDP. A zCDP guarantee is turned into (epsilon, delta)-DP with the tight conversion of
+Canonne, Kamath and Steinke (2020, Corollary 13), delta = inf over alpha > 1 of
+exp((alpha - 1)(alpha rho - epsilon)) / alpha * (1 - 1 / alpha)^(alpha - 1).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
+from scipy.optimize import brentq, minimize_scalar
 
 from .factor import Factor
 from .measurement import Measurement
-from .rng import as_generator
+from .noise import add_noise
 
 
 class BudgetExceeded(ValueError):
-    """A release would spend more privacy budget than the accountant has left."""
-
-
-def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
-    """The largest rho whose zCDP guarantee implies (epsilon, delta)-DP.
+    """A release would spend more privacy budget than the accountant has left.
 
     Examples
     --------
-    >>> rho = rho_from_epsilon_delta(1.0, 1e-6)
-    >>> round(rho + 2 * math.sqrt(rho * math.log(1e6)), 12)
-    1.0
+    >>> acc = PrivacyAccountant(epsilon=0.5)
+    >>> try:
+    ...     acc.spend(epsilon=1.0, what="tables")
+    ... except BudgetExceeded as err:
+    ...     print(err)
+    the release costs epsilon = 1 (tables) but only 0.5 of the budget epsilon = 0.5 is left
     """
-    _positive(epsilon, "epsilon")
-    if not 0 < delta < 1:
-        raise ValueError(f"delta: expected a number in (0, 1), got {delta!r}")
-    L = math.log(1 / delta)
-    return (math.sqrt(L + epsilon) - math.sqrt(L)) ** 2
+
+
+class NotPrivateWarning(UserWarning):
+    """A release was made with seeded (reproducible) noise: it is not differentially private.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = LaplaceMechanism(1.0).release([Factor(("A",), np.array([3, 4]))], seed=0)
+    >>> caught[0].category.__name__
+    'NotPrivateWarning'
+    """
 
 
 def _positive(x, name: str) -> float:
@@ -51,12 +69,70 @@ def _positive(x, name: str) -> float:
     return float(x)
 
 
+def _check_delta(delta) -> float:
+    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating)) or not 0 < delta < 1:
+        raise ValueError(f"delta: expected a number in (0, 1), got {delta!r}")
+    return float(delta)
+
+
+def _log_delta(rho: float, epsilon: float) -> float:
+    """log of the tight delta of rho-zCDP at epsilon (minimised over the Renyi order alpha)."""
+
+    def f(log_am1):  # alpha = 1 + exp(log_am1) keeps alpha > 1
+        a = 1.0 + math.exp(log_am1)
+        return (a - 1) * (a * rho - epsilon) - math.log(a) + (a - 1) * math.log1p(-1 / a)
+
+    # the minimiser alpha* is near (epsilon + rho) / (2 rho); search a wide bracket around it in log(alpha - 1)
+    centre = math.log(max((epsilon + rho) / (2 * rho) - 1, 1e-6))
+    res = minimize_scalar(f, bounds=(min(centre - 20, -20.0), centre + 20), method="bounded",
+                          options={"xatol": 1e-10})
+    return min(float(res.fun), 0.0)
+
+
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """The smallest epsilon such that rho-zCDP implies (epsilon, delta)-DP, by the tight conversion
+    (Canonne, Kamath and Steinke 2020, Corollary 13).
+
+    Examples
+    --------
+    >>> round(zcdp_epsilon(0.5, 1e-6), 4)   # the simple bound rho + 2 sqrt(rho log(1/delta)) gives 5.7565
+    5.2215
+    """
+    rho, delta = _positive(rho, "rho"), _check_delta(delta)
+    target = math.log(delta)
+    if _log_delta(rho, 0.0) <= target:
+        return 0.0
+    hi = rho + 2 * math.sqrt(rho * math.log(1 / delta))  # the simple bound is always valid
+    return float(brentq(lambda e: _log_delta(rho, e) - target, 0.0, hi, xtol=1e-12, rtol=1e-12))
+
+
+def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
+    """The largest rho whose zCDP guarantee implies (epsilon, delta)-DP under the tight conversion
+    (the inverse of :func:`zcdp_epsilon`).
+
+    Examples
+    --------
+    >>> rho = rho_from_epsilon_delta(1.0, 1e-6)
+    >>> round(zcdp_epsilon(rho, 1e-6), 9)
+    1.0
+    """
+    epsilon, delta = _positive(epsilon, "epsilon"), _check_delta(delta)
+    L = math.log(1 / delta)
+    lo = (math.sqrt(L + epsilon) - math.sqrt(L)) ** 2  # the simple conversion's rho: feasible
+    hi = epsilon  # rho >= epsilon never gives epsilon
+    if zcdp_epsilon(hi, delta) <= epsilon:
+        return hi
+    return float(brentq(lambda r: zcdp_epsilon(r, delta) - epsilon, lo, hi, xtol=1e-14, rtol=1e-12))
+
+
 @dataclass
 class PrivacyAccountant:
     """Tracks the privacy spent by releases and refuses one that would exceed the budget.
 
-    Give either ``epsilon`` alone (pure DP: only Laplace releases), ``rho`` (zCDP), or ``epsilon``
-    and ``delta`` (tracked as the equivalent rho).
+    Give ``epsilon`` alone (pure DP: only Laplace releases), ``rho`` (zCDP), or ``epsilon`` and
+    ``delta`` (tracked in zCDP as the largest rho that implies them, by the tight conversion).
+    Every part of a release is in :attr:`ledger`: charged parts with their cost, parts the caller
+    declared public with cost 0.
 
     Examples
     --------
@@ -86,33 +162,73 @@ class PrivacyAccountant:
             if self.delta is None:
                 self.kind, self.budget = "epsilon", self.epsilon
             else:
+                self.delta = _check_delta(self.delta)
                 self.kind, self.budget = "rho", rho_from_epsilon_delta(self.epsilon, self.delta)
+        elif self.delta is not None:
+            raise ValueError("delta: give epsilon with it")
         else:
             raise ValueError("epsilon or rho: the accountant needs a budget")
 
     @property
     def spent(self) -> float:
+        """Total cost so far, in the accountant's unit (``kind``: epsilon or rho)."""
         return float(sum(e["cost"] for e in self.ledger))
 
     @property
     def remaining(self) -> float:
         return round(self.budget - self.spent, 12)
 
-    def spend(self, epsilon: float | None = None, rho: float | None = None, what: str = "") -> None:
-        """Record a release costing ``epsilon`` (pure DP) or ``rho`` (zCDP); raise if over budget."""
-        if self.kind == "epsilon":
-            if rho is not None:
+    def _cost(self, part: dict) -> float:
+        """One part's cost in this accountant's unit; raises if it cannot be charged here."""
+        if "epsilon" in part and "rho" in part:
+            raise ValueError("spend: give epsilon or rho, not both")
+        if "epsilon" in part:
+            eps = _positive(part["epsilon"], "epsilon")
+            return eps if self.kind == "epsilon" else eps**2 / 2
+        if "rho" in part:
+            if self.kind == "epsilon":
                 raise BudgetExceeded("a zCDP (Gaussian) release cannot be charged to a pure epsilon-DP budget")
-            cost, unit = _positive(epsilon, "epsilon"), "epsilon"
-        else:
-            cost = _positive(rho, "rho") if rho is not None else _positive(epsilon, "epsilon") ** 2 / 2
-            unit = "rho"
-        if cost > self.remaining + 1e-12:
+            return _positive(part["rho"], "rho")
+        raise ValueError("spend: expected the cost as epsilon or rho")
+
+    def charge(self, parts: Sequence[dict]) -> None:
+        """Charge all ``parts`` of one release at once, or none of them.
+
+        Each part is ``{"what": ..., "epsilon": ...}``, ``{"what": ..., "rho": ...}`` or
+        ``{"what": ..., "public": True}`` (declared public by the caller: recorded at cost 0).
+        """
+        costs = [0.0 if p.get("public") else self._cost(p) for p in parts]
+        total = sum(costs)
+        if total > self.remaining + 1e-12:
+            what = " + ".join(str(p["what"]) for p, c in zip(parts, costs) if c > 0 and p.get("what"))
             raise BudgetExceeded(
-                f"the release costs {unit} = {cost:.6g} but only {self.remaining:.6g} of the budget "
-                f"{unit} = {self.budget:.6g} is left"
+                f"the release costs {self.kind} = {total:.6g}{f' ({what})' if what else ''} but only {self.remaining:.6g} of the "
+                f"budget {self.kind} = {self.budget:.6g} is left"
             )
-        self.ledger.append({"what": what, "cost": cost, "unit": unit})
+        for p, c in zip(parts, costs):
+            self.ledger.append({"what": p.get("what", ""), "cost": c, "unit": self.kind, "public": bool(p.get("public"))})
+
+    def spend(self, epsilon: float | None = None, rho: float | None = None, what: str = "") -> None:
+        """Record a release costing ``epsilon`` (pure DP) or ``rho`` (zCDP), exactly one of them;
+        raise ``BudgetExceeded`` if it is over budget."""
+        if (epsilon is None) == (rho is None):
+            raise ValueError("spend: give exactly one of epsilon and rho")
+        part = {"what": what, "epsilon": epsilon} if epsilon is not None else {"what": what, "rho": rho}
+        self.charge([part])
+
+    def epsilon_delta(self, delta: float) -> float:
+        """The epsilon of (epsilon, delta)-DP that the spending so far guarantees (tight conversion
+        for a zCDP accountant; the spent epsilon itself for a pure one).
+
+        Examples
+        --------
+        >>> acc = PrivacyAccountant(rho=1.0); acc.spend(rho=0.5)
+        >>> round(acc.epsilon_delta(1e-6), 4)
+        5.2215
+        """
+        if self.kind == "epsilon":
+            return self.spent
+        return zcdp_epsilon(self.spent, delta) if self.spent > 0 else 0.0
 
 
 def _check_tables(tables: Sequence[Factor]) -> list[Factor]:
@@ -127,9 +243,90 @@ def _check_tables(tables: Sequence[Factor]) -> list[Factor]:
     return tables
 
 
+def _is_integer(values: np.ndarray) -> bool:
+    """Integer noise for integer tables. The dtype decides, never the values: whether the counts
+    happen to be whole numbers is a property of the data, and the noise law must not reveal it."""
+    return np.asarray(values).dtype.kind in "iub"
+
+
+class _Mechanism:
+    """What the two mechanisms share: the release of T tables with one noise law."""
+
+    noise = ""
+
+    def scale(self, n_tables: int, contribution: float = 1.0) -> float:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @property
+    def cost(self) -> dict:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def release(self, tables: Sequence[Factor], seed=None, contribution: float = 1.0,
+                accountant: PrivacyAccountant | None = None, n: float | None = None,
+                what: str = "tables") -> list[Measurement]:
+        """Noisy copies of ``tables`` as measurements carrying the noise law and scale.
+
+        Parameters
+        ----------
+        tables : sequence of Factor
+            Exact counts (integers, or real weighted counts).
+        seed : int or numpy.random.Generator, optional
+            ``None`` (default): private noise from OpenDP and the operating system. A seed gives
+            reproducible noise that is **not private** (a :class:`NotPrivateWarning` is issued).
+        contribution : float
+            Public bound on one individual's total weight in each table (see the module docstring).
+        accountant : PrivacyAccountant, optional
+            Charged before any noise is drawn; an over-budget release raises ``BudgetExceeded`` and
+            releases nothing.
+        n : float, optional
+            Record count to attach to the measurements (the caller charges or declares it).
+        what : str
+            Name of this part in the accountant's ledger.
+        """
+        tables = _check_tables(tables)
+        self.scale(len(tables), contribution)  # checks the arguments before anything is charged
+        if accountant is not None:
+            accountant.charge([{"what": what, **self.cost}])
+        return self.measure(tables, noise_generator(seed), contribution, n)
+
+    def measure(self, tables: Sequence[Factor], rng: np.random.Generator | None = None, contribution: float = 1.0,
+                n: float | None = None) -> list[Measurement]:
+        """The noisy tables without accounting: what :meth:`release` does after charging. ``rng``
+        None samples privately; a Generator samples reproducibly (not private, and no warning: the
+        caller has already decided). For callers that charge several parts of one release at once.
+
+        Examples
+        --------
+        >>> ys = LaplaceMechanism(1.0).measure([Factor(("A",), np.array([3, 4]))], np.random.default_rng(0))
+        >>> ys[0].integer, ys[0].scale
+        (True, 1.0)
+        """
+        tables = _check_tables(tables)
+        scale = self.scale(len(tables), contribution)
+        out = []
+        for t in tables:
+            noisy = add_noise(t.values, self.noise, scale, rng)
+            out.append(Measurement(t.variables, noisy.astype(float), self.noise, scale, n, integer=_is_integer(t.values)))
+        return out
+
+
+def noise_generator(seed) -> np.random.Generator | None:
+    """``None`` for private noise (no seed); a Generator from ``seed`` otherwise, with a
+    :class:`NotPrivateWarning`."""
+    if seed is None:
+        return None
+    warnings.warn(
+        "seeded noise: this release is reproducible and NOT differentially private (anyone who knows or "
+        "guesses the seed can remove the noise); omit seed= for a private release",
+        NotPrivateWarning, stacklevel=3,
+    )
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
 @dataclass(frozen=True)
-class LaplaceMechanism:
-    """epsilon-DP release of T tables: i.i.d. Laplace(w T / epsilon) noise on every cell.
+class LaplaceMechanism(_Mechanism):
+    """epsilon-DP release of T tables: i.i.d. discrete Laplace noise with scale b = w T / epsilon on
+    every cell (w: the public per-table contribution bound of one individual).
 
     Examples
     --------
@@ -147,26 +344,22 @@ class LaplaceMechanism:
 
     def scale(self, n_tables: int, contribution: float = 1.0) -> float:
         """Laplace b for L1 sensitivity ``contribution * n_tables``."""
-        return _positive(contribution, "contribution") * int(n_tables) / self.epsilon
-
-    def charge(self, accountant: PrivacyAccountant, n_tables: int, contribution: float = 1.0) -> None:
-        accountant.spend(epsilon=self.epsilon, what=f"Laplace release of {n_tables} tables")
+        return _positive(contribution, "contribution") * _count(n_tables) / self.epsilon
 
     @property
     def cost(self) -> dict:
         """What one release spends: ``{"epsilon": ...}``."""
         return {"epsilon": self.epsilon}
 
-    def release(self, tables: Sequence[Factor], seed=None, contribution: float = 1.0,
-                accountant: PrivacyAccountant | None = None, n: float | None = None) -> list[Measurement]:
-        """Noisy copies of ``tables`` as measurements carrying the noise model and scale."""
-        return _release(self, tables, seed, contribution, accountant, n)
-
 
 @dataclass(frozen=True)
-class GaussianMechanism:
-    """rho-zCDP (or (epsilon, delta)-DP) release of T tables: i.i.d. N(0, sigma^2) noise on every cell,
-    sigma = w sqrt(T) / sqrt(2 rho).
+class GaussianMechanism(_Mechanism):
+    """rho-zCDP release of T tables: i.i.d. discrete Gaussian noise with sigma = w sqrt(T) / sqrt(2 rho)
+    on every cell.
+
+    ``GaussianMechanism(epsilon=..., delta=...)`` takes the largest rho whose zCDP guarantee implies
+    (epsilon, delta)-DP by the tight conversion (:func:`rho_from_epsilon_delta`); accountants charge it
+    in zCDP.
 
     Examples
     --------
@@ -192,31 +385,15 @@ class GaussianMechanism:
 
     def scale(self, n_tables: int, contribution: float = 1.0) -> float:
         """Gaussian sigma for L2 sensitivity ``contribution * sqrt(n_tables)``."""
-        return _positive(contribution, "contribution") * math.sqrt(int(n_tables)) / math.sqrt(2 * self.rho)
-
-    def charge(self, accountant: PrivacyAccountant, n_tables: int, contribution: float = 1.0) -> None:
-        accountant.spend(rho=self.rho, what=f"Gaussian release of {n_tables} tables")
+        return _positive(contribution, "contribution") * math.sqrt(_count(n_tables)) / math.sqrt(2 * self.rho)
 
     @property
     def cost(self) -> dict:
         """What one release spends: ``{"rho": ...}`` (zCDP)."""
         return {"rho": self.rho}
 
-    def release(self, tables: Sequence[Factor], seed=None, contribution: float = 1.0,
-                accountant: PrivacyAccountant | None = None, n: float | None = None) -> list[Measurement]:
-        """Noisy copies of ``tables`` as measurements carrying the noise model and scale."""
-        return _release(self, tables, seed, contribution, accountant, n)
 
-
-def _release(mech, tables, seed, contribution, accountant, n) -> list[Measurement]:
-    tables = _check_tables(tables)
-    scale = mech.scale(len(tables), contribution)
-    if accountant is not None:
-        mech.charge(accountant, len(tables), contribution)
-    rng = as_generator(seed)
-    out = []
-    for t in tables:
-        vals = np.asarray(t.values, dtype=float)
-        noise = rng.laplace(0.0, scale, vals.shape) if mech.noise == "laplace" else rng.normal(0.0, scale, vals.shape)
-        out.append(Measurement(t.variables, vals + noise, mech.noise, scale, n))
-    return out
+def _count(n_tables) -> int:
+    if isinstance(n_tables, bool) or not isinstance(n_tables, (int, np.integer)) or n_tables < 1:
+        raise ValueError(f"n_tables: expected a positive whole number of tables, got {n_tables!r}")
+    return int(n_tables)

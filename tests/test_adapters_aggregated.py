@@ -7,7 +7,17 @@ import pandas as pd
 import pytest
 from pgmpy.inference import VariableElimination
 
-from ppgm.adapters import Aggregates, LaplaceMechanism, MaxEntClassifier, PrivacyAccountant, aggregate, load_adult
+from ppgm.adapters import (
+    Aggregates,
+    BudgetExceeded,
+    LaplaceMechanism,
+    MaxEntClassifier,
+    NotPrivateWarning,
+    PrivacyAccountant,
+    adult_schema,
+    aggregate,
+    load_adult,
+)
 
 
 def _frame(n=6000, seed=0):
@@ -86,17 +96,58 @@ def test_unseen_values_fall_back_with_a_warning_and_missing_columns_fail():
         MaxEntClassifier().fit(df)
 
 
-def test_noisy_aggregates_charge_the_accountant_and_train():
+PUBLIC = dict(bounds={"age": (0, 100)}, categories={"job": ["clerk", "nurse", "smith", "pilot"], "city": ["A", "B"]},
+              missing=["city"], positive="yes")
+
+
+def test_noisy_aggregates_are_private_end_to_end_and_train():
     df = _frame(3000)
     acc = PrivacyAccountant(epsilon=2.0)
-    agg = aggregate(df, label="y", positive="yes", mechanism=LaplaceMechanism(1.0), seed=0, accountant=acc)
-    assert agg.n is None and acc.remaining == pytest.approx(1.0)
-    assert all(t.noise == "laplace" and t.scale == pytest.approx(2 * len(agg)) for t in agg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NotPrivateWarning)
+        agg = aggregate(df, label="y", mechanism=LaplaceMechanism(1.0), accountant=acc, bins=5, **PUBLIC)
+    assert agg.private and agg.n is None and acc.remaining == pytest.approx(1.0)
+    assert agg.spent == ({"what": "aggregates", "epsilon": 1.0},)
+    # the encodings are the public ones, not the data's: a category the data never shows is kept
+    assert agg.encoders["job"].states == ["clerk", "nurse", "smith", "pilot"]
+    assert agg.encoders["age"].edges == [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]
+    assert agg.encoders["city"].states == ["A", "B", "<missing>"]
+    assert all(t.noise == "laplace" and t.integer and t.scale == pytest.approx(2 * len(agg)) for t in agg)
     with_model = MaxEntClassifier(n_chains=2000, max_iter=60, progress=False).fit(agg)
     ignored = MaxEntClassifier(n_chains=2000, max_iter=60, progress=False, noise_model=False).fit(agg)
     for clf in (with_model, ignored):
         p = clf.predict_proba(df)[:, 1]
         assert np.isfinite(p).all()
+
+
+def test_private_aggregates_need_public_encodings_and_charge_every_part():
+    df = _frame(3000)
+    mech = LaplaceMechanism(1.0)
+    with pytest.raises(ValueError, match="column 'age' has no public encoding"):
+        aggregate(df, label="y", mechanism=mech, positive="yes", categories=PUBLIC["categories"], missing=["city"])
+    with pytest.raises(ValueError, match="positive"):
+        aggregate(df, label="y", mechanism=mech, **{k: v for k, v in PUBLIC.items() if k != "positive"})
+    with pytest.raises(ValueError, match=r"column 'city' has values \[nan\]|column 'city' has values \[None\]"):
+        aggregate(df, label="y", mechanism=mech, **{**PUBLIC, "missing": False})
+    dropped = aggregate(df, label="y", mechanism=mech, on_unknown="drop", publish_n="public", **{**PUBLIC, "missing": False})
+    assert dropped.n == df["city"].notna().sum() and dropped.spent[-1] == {"what": "N", "public": True}
+    with pytest.raises(ValueError, match="quantile_epsilon"):
+        aggregate(df, label="y", quantile_epsilon=0.1)
+    acc = PrivacyAccountant(epsilon=1.5)
+    q = aggregate(df, label="y", mechanism=mech, quantile_epsilon=0.3, publish_n=LaplaceMechanism(0.2), accountant=acc, bins=4, **PUBLIC)
+    assert [p["what"].split(" ")[0] for p in q.spent] == ["quantile", "aggregates", "N"]
+    assert acc.spent == pytest.approx(1.5)
+    edges = q.encoders["age"].edges
+    assert edges[0] == 0 and edges[-1] == 100 and 25 < edges[2] < 55  # private median of N(40, 12)
+    with pytest.raises(BudgetExceeded):
+        aggregate(df, label="y", mechanism=LaplaceMechanism(0.1), accountant=acc, **PUBLIC)
+
+
+def test_adult_schema_gives_a_private_release():
+    train, _ = load_adult()
+    agg = aggregate(train.iloc[:3000], label="income", mechanism=LaplaceMechanism(1.0), **adult_schema())
+    assert agg.private and agg.positive == ">50K" and len(agg) == 14 + 91
+    assert agg.domain.cards[list(agg.features).index("native-country")] == 42
 
 
 def test_adult_is_bundled_and_aggregates():
