@@ -4,7 +4,8 @@ against the L2 weight, learning from true tables and from noisy ones. (Fig. 1b, 
 simplex projection, is a test: tests/test_cgm.py::test_projection_helps_the_naive_mle.)
 
 Model: the paper's third-order chain, T = 10 variables with 10 states, Dirichlet(1) edge tables;
-Laplace release of its 24 edge tables (L1 sensitivity 24). Three populations (each with its own
+Discrete Laplace release of its 24 edge tables (L1 sensitivity 24), seeded for reproducibility (the
+law of a private release, not private itself). Three populations (each with its own
 noise draw) per point. Writes benchmarks/img/cgm_fig1.png and the "cgm_fig1" section of RESULTS.md.
 
     python benchmarks/bench_cgm_figures.py           # about 3 minutes
