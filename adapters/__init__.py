@@ -12,7 +12,7 @@ from .private import BoundedTables, CGMEstimator, NaiveMLEEstimator, NoisyFactor
 from .robust import RobustFilter
 from .mer import MERFit, ini, mer
 from .aggregated import Aggregates, FeatureEncoder, MaxEntClassifier, aggregate
-from .dask_backend import dask_runner, filter_dask, sample_partitions
+from .dask_backend import dask_executor, filter_dask, sample_partitions
 from ppgm.mechanisms import BudgetExceeded, GaussianMechanism, LaplaceMechanism, NotPrivateWarning, PrivacyAccountant
 from .models import (
     declared_states,
@@ -44,7 +44,7 @@ __all__ = [
     "FeatureEncoder",
     "MaxEntClassifier",
     "aggregate",
-    "dask_runner",
+    "dask_executor",
     "filter_dask",
     "sample_partitions",
     "load_adult",

@@ -19,8 +19,9 @@ import pandas as pd
 from pgmpy.factors.discrete import DiscreteFactor
 from pgmpy.models import DiscreteMarkovNetwork
 
-from ppgm.aggregates import aggregate_records, noisy_aggregates, table_scopes, treat_as_exact
+from ppgm.aggregates import aggregate_blocks, noisy_aggregates, table_scopes, treat_as_exact
 from ppgm.domain import Domain
+from ppgm.executor import InProcess
 from ppgm.factor import Factor
 from ppgm.measurement import Measurement
 from ppgm.mechanisms import GaussianMechanism, LaplaceMechanism, noise_generator
@@ -53,13 +54,16 @@ class FeatureEncoder:
     missing: bool = False
 
     @classmethod
-    def fit(cls, series: pd.Series, bins: int = 10) -> "FeatureEncoder":
+    def fit(cls, series, bins: int = 10) -> "FeatureEncoder":
+        """The encoder of a column fit on its values (a pandas or a Dask series: for Dask only the
+        summaries come back). Not for private releases, whose encodings must be public."""
         values = series.dropna()
-        if values.empty:
+        nunique = int(_computed(values.nunique()))
+        if nunique == 0:
             raise ValueError(f"data: column {series.name!r} has no values")
         return cls.from_summary(
-            str(series.name), series.dtype, bool(series.isna().any()), bins, values.nunique(),
-            lambda: (float(values.min()), float(values.max())), lambda: pd.unique(values),
+            str(series.name), series.dtype, bool(_computed(series.isna().any())), bins, nunique,
+            lambda: (float(_computed(values.min())), float(_computed(values.max()))), lambda: pd.unique(_computed(values.unique())),
         )
 
     @classmethod
@@ -132,6 +136,11 @@ class FeatureEncoder:
 
 def _fmt(x: float) -> str:
     return f"{x:.4g}"
+
+
+def _computed(x):
+    """``x`` itself, or its value for a lazy Dask result."""
+    return x.compute() if hasattr(x, "compute") else x
 
 
 @dataclass
@@ -303,24 +312,32 @@ def aggregate(
     >>> noisy.private, noisy.n, noisy.domain.cards
     (True, None, (2, 3))
     """
-    from .dask_backend import aggregate_dask, is_dask
+    from .dask_backend import frame_blocks, is_dask
 
     spec = EncodingSpec.make(bins, categories, bounds, bin_edges, missing, quantile_epsilon, on_unknown, mechanism)
-    if is_dask(df):  # encoders from distributed summaries, counts per partition on the workers
-        return aggregate_dask(df, features, label, pairs, spec, hash_size, mechanism, seed, positive, accountant, publish_n)
-    if not isinstance(df, pd.DataFrame):
+    distributed = is_dask(df)  # encoders from summaries, counts per partition on the workers
+    if not distributed and not isinstance(df, pd.DataFrame):
         raise TypeError(f"df: expected a pandas DataFrame, got {type(df).__name__}")
     features = _feature_list(df.columns, features, label)
     positive = _positive_label(df[label], label, positive, private=mechanism is not None)
     rng = noise_generator(seed) if mechanism is not None else np.random.default_rng(seed)
     encoders, quantile_part = spec.encoders(features, rng, fit=lambda f: FeatureEncoder.fit(df[f], spec.bins),
-                                            column=lambda f: df[f])
+                                            column=None if distributed else (lambda f: df[f]))
     agg = Aggregates(tuple(features), label, positive, encoders, [])
-    codes, y = agg.encode(df), agg.labels(df)
-    keep = spec.known_rows(codes, df, features)
     hash_seed = int((rng or np.random.default_rng()).integers(1 << 31)) if hash_size is not None else 0
-    exact = aggregate_records(codes[keep], y[keep], agg.domain, table_scopes(features, pairs), hash_size, hash_seed, publish_n=True)
+    if distributed:
+        blocks = frame_blocks(df, lambda part: _encoded(part, agg, spec), "partitions of the data")
+    else:
+        blocks = InProcess().scatter([_encoded(df, agg, spec)])
+    exact = aggregate_blocks(blocks, agg.domain, table_scopes(features, pairs), hash_size, hash_seed, publish_n=True)
     return _with_tables(agg, exact, mechanism, rng, accountant, publish_n, quantile_part)
+
+
+def _encoded(part: pd.DataFrame, agg: "Aggregates", spec: "EncodingSpec") -> tuple[np.ndarray, np.ndarray]:
+    """Codes and labels of the rows of ``part`` that enter the aggregates."""
+    codes, y = agg.encode(part), agg.labels(part)
+    keep = spec.known_rows(codes, part, list(agg.features))
+    return codes[keep], y[keep]
 
 
 @dataclass(frozen=True)
@@ -384,6 +401,8 @@ class EncodingSpec:
                 out[f] = fit(f)
         if not quantile_cols:
             return {f: out[f] for f in features}, None
+        if column is None:
+            raise ValueError("quantile_epsilon: private quantiles need the columns in memory; on Dask pass bin_edges= or bounds=")
         eps_each = self.quantile_epsilon / len(quantile_cols)
         for f in quantile_cols:
             lo, hi = _bounds(f, self.bounds[f])
@@ -606,7 +625,7 @@ class MaxEntClassifier(_Params):
         warm = self.warm_start and hasattr(self, "model_")
         if warm and tuple(aggregates.features) != tuple(self.feature_names_in_):
             raise ValueError("aggregates: warm_start needs the same features as the previous fit")
-        from .dask_backend import dask_runner
+        from .dask_backend import dask_executor
 
         callback = None
         if eval_set is not None:
@@ -618,7 +637,7 @@ class MaxEntClassifier(_Params):
             rescaled=self.rescaled, precondition=self.precondition, average=self.average, seed=self.seed,
             progress=self.progress, model=self.model_ if warm else None, state=self.state_ if warm else None,
             callback=callback, callback_every=eval_every, n_shards=self.n_shards,
-            runner=None if self.client is None else dask_runner(self.client),
+            executor=None if self.client is None else dask_executor(self.client),
         )
         if warm:
             for k, v in result.history.items():

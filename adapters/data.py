@@ -24,6 +24,8 @@ def sorted_states(values) -> list:
     >>> sorted_states(pd.Series(["b", None, "a", "b"]))
     ['a', 'b']
     """
+    if hasattr(values, "compute"):  # a Dask series: the distinct values come back, not the rows
+        values = values.dropna().unique().compute()
     vals = list(pd.unique(pd.Series(values).dropna()))
     try:
         return sorted(vals)
@@ -141,14 +143,14 @@ def decode(records: np.ndarray, domain: Domain) -> pd.DataFrame:
     )
 
 
-def clique_domain(data: pd.DataFrame, cliques: Sequence[Sequence], state_names: Mapping | None = None,
+def clique_domain(data, cliques: Sequence[Sequence], state_names: Mapping | None = None,
                   argument: str = "cliques") -> tuple[list[tuple], Domain]:
-    """Check that ``data`` has rows and every column the cliques name; return the cliques as tuples
-    and the domain of their columns (see :func:`infer_domain`)."""
+    """Check that ``data`` (a pandas or Dask DataFrame) has every column the cliques name; return the
+    cliques as tuples and the domain of their columns (see :func:`infer_domain`)."""
     cliques = [tuple(c) for c in cliques]
     if not cliques:
         raise ValueError(f"{argument}: expected at least one clique")
-    if len(data) == 0:
+    if not hasattr(data, "compute") and len(data) == 0:
         raise ValueError("data: the DataFrame has no rows")
     columns = list(dict.fromkeys(v for c in cliques for v in c))
     missing = [v for v in columns if v not in data.columns]
@@ -183,18 +185,15 @@ def contingency_tables(
     >>> contingency_tables(df, [("A", "B")])[0].values.tolist()
     [[1.0, 1.0], [0.0, 1.0]]
     """
-    from .dask_backend import is_dask, tables_dask
+    from .dask_backend import frame_blocks, is_dask
 
-    if is_dask(data):  # per-partition bincounts on the workers, summed
+    cliques, dom = clique_domain(data, cliques, state_names)
+    if is_dask(data):  # per-partition bincounts on the workers, summed by the engine's reduction
         if weights is not None:
             raise ValueError("weights: not supported for Dask data; add a weight column and aggregate it yourself")
-        dom, values = tables_dask(data, cliques, state_names)
-        return [
-            DiscreteFactor(list(c), list(v.shape), v.astype(float), state_names={x: list(dom.state_names[x]) for x in c})
-            for c, v in zip([tuple(c) for c in cliques], values)
-        ]
-    cliques, dom = clique_domain(data, cliques, state_names)
-    tables = _engine_tables(encode(data, dom), dom, cliques, weights=weights)
+        tables = _engine_tables(frame_blocks(data, lambda part: encode(part, dom), "partitions of the data"), dom, cliques)
+    else:
+        tables = _engine_tables(encode(data, dom), dom, cliques, weights=weights)
     return [
         DiscreteFactor(list(t.variables), list(t.shape), t.values.astype(float),
                        state_names={v: list(dom.state_names[v]) for v in t.variables})

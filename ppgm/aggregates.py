@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from .domain import Domain
+from .executor import Blocks, InProcess
 from .measurement import Measurement
 from .mechanisms import PrivacyAccountant
 from .records import cell_index, check_records
@@ -84,28 +85,70 @@ def aggregate_records(
     ([2.0, 1.0], [2.0, 0.0], [[0.0, 2.0], [0.0, 0.0]])
     """
     rec = check_records(records, domain)
+    return aggregate_blocks(InProcess().scatter([(rec, labels)]), domain, scopes, hash_size, hash_seed, publish_n)
+
+
+def aggregate_blocks(
+    blocks: Blocks,
+    domain: Domain,
+    scopes: Sequence[Sequence],
+    hash_size: int | None = None,
+    hash_seed: int = 0,
+    publish_n: bool = True,
+) -> list[Measurement]:
+    """:func:`aggregate_records` over blocks of ``(codes, labels)`` (``ppgm.executor``; e.g. Dask
+    partitions): each block's tables where it lives, summed.
+
+    Examples
+    --------
+    >>> d = Domain(("a",), (2,))
+    >>> blocks = InProcess().scatter([(np.array([[0], [1]]), [1, 0]), (np.array([[0]]), [1])])
+    >>> t = aggregate_blocks(blocks, d, [("a",)])[0]
+    >>> t.values.tolist(), t.label_sums.tolist(), t.n
+    ([2.0, 1.0], [2.0, 0.0], 3.0)
+    """
+    if hash_size is not None and int(hash_size) < 1:
+        raise ValueError(f"hash_size: expected a positive number of buckets, got {hash_size!r}")
+    scopes = [domain.check(scope, "scopes") for scope in scopes]
+    maps = [_bucket_map(domain, scope, k, hash_size, hash_seed) for k, scope in enumerate(scopes)]
+    summed = blocks.reduce(_aggregate_block, domain=domain, maps=maps)
+    if summed is None:
+        raise ValueError("records: no records to aggregate (empty data)")
+    n = float(summed[0])
+    out = []
+    for (scope, shape, buckets), d, c in zip(maps, summed[1::2], summed[2::2]):
+        out.append(Measurement(scope, d.astype(float).reshape(shape), n=n if publish_n else None,
+                               label_sums=c.astype(float).reshape(shape), buckets=buckets))
+    return out
+
+
+def _bucket_map(domain: Domain, scope: tuple, k: int, hash_size, hash_seed: int) -> tuple:
+    """(scope, shape of the released table, bucket of every cell or None) of the k-th table."""
+    shape = domain.shape(scope)
+    size = int(np.prod(shape))
+    if hash_size is not None and size > hash_size and len(scope) > 1:
+        return scope, (int(hash_size),), hash_buckets(size, int(hash_size), hash_seed * 1_000_003 + k).reshape(shape)
+    return scope, shape, None
+
+
+def _aggregate_block(block, domain: Domain, maps: list) -> list | None:
+    """[records, d_0, c_0, d_1, c_1, ...] of one block of (codes, labels); None when empty."""
+    codes, labels = block
+    rec = check_records(codes, domain)
     y = np.asarray(labels, dtype=float).ravel()
     if y.shape[0] != rec.shape[0]:
         raise ValueError(f"labels: expected {rec.shape[0]} labels (one per record), got {y.shape[0]}")
     if not np.all((y == 0) | (y == 1)):
         raise ValueError("labels: expected binary labels (0 / 1)")
-    if hash_size is not None and int(hash_size) < 1:
-        raise ValueError(f"hash_size: expected a positive number of buckets, got {hash_size!r}")
-    out = []
-    for k, scope in enumerate(scopes):
-        scope = domain.check(scope, "scopes")
-        shape = domain.shape(scope)
-        size = int(np.prod(shape))
-        idx = cell_index(rec, domain.indices(scope), shape)
-        buckets = None
-        if hash_size is not None and size > hash_size and len(scope) > 1:
-            buckets = hash_buckets(size, int(hash_size), hash_seed * 1_000_003 + k).reshape(shape)
+    if rec.shape[0] == 0:
+        return None
+    out = [rec.shape[0]]
+    for scope, shape, buckets in maps:
+        idx = cell_index(rec, domain.indices(scope), domain.shape(scope))
+        if buckets is not None:
             idx = buckets.ravel()[idx]
-            size = int(hash_size)
-            shape = (size,)
-        d = np.bincount(idx, minlength=size).astype(float).reshape(shape)
-        c = np.bincount(idx, weights=y, minlength=size).reshape(shape)
-        out.append(Measurement(scope, d, n=float(len(rec)) if publish_n else None, label_sums=c, buckets=buckets))
+        size = int(np.prod(shape))
+        out += [np.bincount(idx, minlength=size), np.bincount(idx, weights=y, minlength=size)]
     return out
 
 

@@ -24,6 +24,7 @@ Training is persistent contrastive divergence (Appendix C of the paper) with:
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -31,6 +32,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .domain import Domain
+from .executor import Executor, InProcess
 from .measurement import Measurement
 from .rng import as_generator
 
@@ -247,26 +249,19 @@ def shard_step(shard: ChainShard, layout: "MaxEntLayout", mu: np.ndarray, theta:
     return shard, stats
 
 
-class LocalChains:
-    """The in-memory runner: steps every shard in turn. A distributed runner (``ppgm.adapters``'
-    Dask runner) has the same two methods and keeps the shards on its workers."""
-
-    def __init__(self, shards: list, layout: "MaxEntLayout") -> None:
-        self.shards, self.layout = shards, layout
-
-    def step(self, mu: np.ndarray, theta: np.ndarray, theta0: float) -> list:
-        out = []
-        for i, shard in enumerate(self.shards):
-            self.shards[i], stats = shard_step(shard, self.layout, mu, theta, theta0)
-            out.append(stats)
-        return out
-
-    def collect(self) -> list:
-        return self.shards
+def _pcd_step(shard: ChainShard, layout: "MaxEntLayout", mu: np.ndarray, theta: np.ndarray, theta0: float) -> tuple:
+    """:func:`shard_step` on a copy of the shard: blocks are values, never changed in place (an
+    executor may run a step twice, or keep the previous shard)."""
+    own = ChainShard(shard.chains.copy(), copy.deepcopy(shard.rng), None if shard.slots is None else shard.slots.copy())
+    return shard_step(own, layout, mu, theta, theta0)
 
 
-def _sum_stats(stats: list) -> tuple:
-    return tuple(sum(s[i] for s in stats) for i in range(6))
+def _shard_of(pair: tuple) -> ChainShard:
+    return pair[0]
+
+
+def _stats_of(pair: tuple) -> tuple:
+    return pair[1]
 
 
 @dataclass
@@ -371,7 +366,7 @@ def fit_maxent(
     model: MaxEntModel | None = None,
     state: PCDState | None = None,
     n_shards: int = 1,
-    runner=None,
+    executor: Executor | None = None,
     callback: Callable[[MaxEntModel, int], dict] | None = None,
     callback_every: int = 10,
 ) -> PCDResult:
@@ -418,10 +413,9 @@ def fit_maxent(
         Split the chains into this many shards, each with its own generator (spawned from
         ``seed``); one shard reproduces a plain single-generator run. The result depends on the
         sharding, not on where the shards run.
-    runner : callable, optional
-        ``runner(shards, layout) -> object`` with ``step(mu, theta, theta0)`` returning each
-        shard's sums and ``collect()`` returning the shards: where the shards live (default
-        :class:`LocalChains`; ``ppgm.adapters.dask_runner`` keeps them on Dask workers).
+    executor : Executor, optional
+        Where the shards live (``ppgm.executor``): in this process (default), or on Dask workers
+        with ``ppgm.adapters.dask_executor(client)``. Same shards, same result.
     callback : callable, optional
         ``callback(model, step) -> dict`` every ``callback_every`` steps; its values are appended
         to the history (e.g. a validation NLLH).
@@ -483,7 +477,7 @@ def fit_maxent(
         state = PCDState([ChainShard(_sample_nb_chains(model, int(k), r), r) for k, r in zip(sizes, rngs)], 0)
     else:
         state = state.copy()
-    pool = (runner or LocalChains)(state.shards, layout)
+    pool = (executor or InProcess()).scatter(state.shards, "PCD chain shards")
     n_total = sum(len(sh.chains) for sh in state.shards)
     scale = n / n_total
     history: dict = {"step": [], "d_error": [], "c_error": [], "step_size": []}
@@ -493,7 +487,9 @@ def fit_maxent(
     start_avg = int(max_iter) - int(round(average * int(max_iter)))
     sums = [np.zeros_like(model.mu), np.zeros_like(model.theta), 0.0, 0]
     for it in tqdm(range(int(max_iter)), desc="PCD", disable=not progress, leave=False):
-        d_raw, c_raw, h_raw, sig_sum, sig_var, count = _sum_stats(pool.step(model.mu, model.theta, model.theta0))
+        pairs = pool.map(_pcd_step, layout=layout, mu=model.mu, theta=model.theta, theta0=float(model.theta0)).persist()
+        d_raw, c_raw, h_raw, sig_sum, sig_var, count = pairs.reduce(_stats_of)
+        pool = pairs.map(_shard_of).persist()
         d_hat, c_hat, h_hat = d_raw * scale, c_raw * scale, h_raw * scale
         d_t, c_t = _targets(tables, pieces, d_obs, c_obs, d_hat, c_hat, scale) if noisy else (d_obs, c_obs)
         # gradients of the negative log-likelihood (+ L2)
@@ -528,7 +524,7 @@ def fit_maxent(
         if callback is not None and state.step % callback_every == 0:
             for key, val in (callback(model, state.step) or {}).items():
                 history.setdefault(key, []).append((state.step, val))
-    state.shards = list(pool.collect())
+    state.shards = pool.collect()
     if sums[3]:
         model = MaxEntModel(layout, sums[0] / sums[3], sums[1] / sums[3], sums[2] / sums[3])
     return PCDResult(model, state, history)

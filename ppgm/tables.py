@@ -7,6 +7,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .domain import Domain
+from .executor import Blocks, add_all
 from .factor import Factor
 from .records import cell_index, check_records
 
@@ -22,9 +23,10 @@ def contingency_tables(
 
     Parameters
     ----------
-    records : array of shape (N, len(domain)), or an iterable of such arrays
+    records : array of shape (N, len(domain)), an iterable of such arrays, or Blocks
         Integer state codes, columns in ``domain`` order. An iterable of chunks (for instance a
         generator reading a file piece by piece) is consumed once, so data larger than memory works.
+        Blocks (``ppgm.executor``; e.g. Dask partitions) are counted where they live and summed.
     domain : Domain
     scopes : sequence of variable tuples
         The cliques to count.
@@ -47,27 +49,44 @@ def contingency_tables(
     scopes = [domain.check(s, f"scopes[{i}]") for i, s in enumerate(scopes)]
     if chunk_size < 1:
         raise ValueError(f"chunk_size: expected a positive integer, got {chunk_size}")
-    cols = [domain.indices(s) for s in scopes]
-    shapes = [domain.shape(s) for s in scopes]
-    sizes = [int(np.prod(sh, dtype=np.int64)) for sh in shapes]
-    weighted = weights is not None
-    totals = [np.zeros(n, dtype=float if weighted else np.int64) for n in sizes]
-    seen = 0
-    for rec, w in _chunks(records, weights, chunk_size):
-        rec = check_records(rec, domain)
-        if w is not None:
-            w = np.asarray(w, dtype=float).ravel()
-            if w.shape[0] != rec.shape[0]:
-                raise ValueError(f"weights: expected {rec.shape[0]} weights for the chunk's records, got {w.shape[0]}")
-            if not np.all(np.isfinite(w)) or (w < 0).any():
-                raise ValueError("weights: must be finite and non-negative")
-        seen += rec.shape[0]
-        for t, c, sh, n in zip(totals, cols, shapes, sizes):
-            counts = np.bincount(cell_index(rec, c, sh), weights=w, minlength=n)
-            t += counts.astype(t.dtype, copy=False)
-    if seen == 0:
+    if isinstance(records, Blocks):
+        if weights is not None:
+            raise ValueError("weights: not supported for blocks of records; count weighted blocks yourself")
+        totals = records.reduce(count_block, domain=domain, scopes=scopes)
+    else:
+        totals = None
+        for rec, w in _chunks(records, weights, chunk_size):
+            totals = add_all(totals, count_block(rec, domain, scopes, w))
+    if totals is None:
         raise ValueError("records: no records to count (empty data)")
-    return [Factor(s, t.reshape(sh)) for s, t, sh in zip(scopes, totals, shapes)]
+    return [Factor(s, t.reshape(domain.shape(s))) for s, t in zip(scopes, totals)]
+
+
+def count_block(block, domain: Domain, scopes: Sequence[tuple], weights=None) -> list[np.ndarray] | None:
+    """Flat count (or weight) tables of ``scopes`` over one block of records (an array of codes or a
+    :class:`ppgm.executor.RecordBlock`); ``None`` for an empty block, so that it adds nothing.
+
+    Examples
+    --------
+    >>> count_block(np.array([[0, 1], [1, 1]]), Domain(("A", "B"), (2, 2)), [("B",)])[0].tolist()
+    [0, 2]
+    """
+    rec = check_records(getattr(block, "codes", block), domain)
+    if rec.shape[0] == 0:
+        return None
+    if weights is not None:
+        weights = np.asarray(weights, dtype=float).ravel()
+        if weights.shape[0] != rec.shape[0]:
+            raise ValueError(f"weights: expected {rec.shape[0]} weights for the chunk's records, got {weights.shape[0]}")
+        if not np.all(np.isfinite(weights)) or (weights < 0).any():
+            raise ValueError("weights: must be finite and non-negative")
+    out = []
+    for scope in scopes:
+        shape = domain.shape(scope)
+        n = int(np.prod(shape, dtype=np.int64))
+        counts = np.bincount(cell_index(rec, domain.indices(scope), shape), weights=weights, minlength=n)
+        out.append(counts.astype(float if weights is not None else np.int64, copy=False))
+    return out
 
 
 def _chunks(records, weights, chunk_size: int) -> Iterable[tuple]:

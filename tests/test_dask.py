@@ -86,13 +86,15 @@ def test_filter_on_partitions_matches_the_in_memory_filter(client):
     rec[bad] = 0  # the adversary writes the first state everywhere
     darr = da.from_array(rec, chunks=(10_000, -1))
     res_d = filter_dask(darr, bn.domain, bn.parents, 0.1, mode="iterative", rounds=2, seed=0, client=client, progress=False)
-    res_m = filter_known_topology(rec, bn.domain, bn.parents, 0.1, mode="iterative", rounds=2, seed=0, progress=False)
-    mask = res_d.inlier_mask.compute()
-    assert int((~mask).sum()) == int((~res_m.inlier_mask).sum())
-    assert [h["eigenvalue"] for h in res_d.history][0] == pytest.approx(res_m.history[0]["eigenvalue"], rel=1e-6)
-    assert total_variation(res_d.model, res_m.model, method="exact") < 0.01
-    assert total_variation(res_d.model, bn, method="exact") < total_variation(
-        filter_known_topology(rec, bn.domain, bn.parents, 0.1, mode="single_pass", seed=0, progress=False).model, bn, method="exact") + 0.05
+    res_m = filter_known_topology(rec, bn.domain, bn.parents, 0.1, mode="iterative", rounds=2, seed=0, progress=False,
+                                  block_rows=10_000)
+    # the same blocks give the same answer, bit for bit: one algorithm, two executors
+    np.testing.assert_array_equal(res_d.inlier_mask.compute(), res_m.inlier_mask)
+    assert [h["eigenvalue"] for h in res_d.history] == [h["eigenvalue"] for h in res_m.history]
+    for v in bn.domain.variables:
+        np.testing.assert_array_equal(res_d.model.cpts[v], res_m.model.cpts[v])
+    one_block = filter_known_topology(rec, bn.domain, bn.parents, 0.1, mode="iterative", rounds=2, seed=0, progress=False)
+    assert total_variation(res_d.model, one_block.model, method="exact") < 1e-3
 
 
 def test_a_killed_worker_is_recovered_by_dask(client):
