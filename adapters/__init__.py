@@ -4,7 +4,7 @@ Everything here takes and returns pgmpy objects (``DiscreteMarkovNetwork``,
 ``DiscreteBayesianNetwork``, ``DiscreteFactor``, ``TabularCPD``) and DataFrames.
 """
 
-from .data import contingency_tables, decode, encode, infer_domain, sample
+from .data import contingency_tables, decode, encode, infer_domain, sample, sample_partitions
 from .inference import LogBeliefPropagation
 from .examples import adult_schema, dirichlet_chain_network, load_adult, load_bif_example
 from .metrics import kl_divergence, total_variation
@@ -12,7 +12,7 @@ from .private import BoundedTables, CGMEstimator, NaiveMLEEstimator, NoisyFactor
 from .robust import RobustFilter
 from .mer import MERFit, ini, mer
 from .aggregated import Aggregates, FeatureEncoder, MaxEntClassifier, aggregate
-from .dask_backend import dask_executor, filter_dask, sample_partitions
+from .dask_backend import dask_executor, filter_dask
 from ppgm.mechanisms import BudgetExceeded, GaussianMechanism, LaplaceMechanism, NotPrivateWarning, PrivacyAccountant
 from .models import (
     declared_states,

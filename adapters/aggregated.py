@@ -29,6 +29,8 @@ from ppgm.private_quantiles import private_quantiles
 from ppgm.maxent import MaxEntLayout, MaxEntModel, PCDState, fit_maxent
 from ppgm.metrics import nllh
 
+from .dask_backend import dask_executor, frame_blocks, is_dask
+
 MISSING = "<missing>"
 
 
@@ -312,8 +314,6 @@ def aggregate(
     >>> noisy.private, noisy.n, noisy.domain.cards
     (True, None, (2, 3))
     """
-    from .dask_backend import frame_blocks, is_dask
-
     spec = EncodingSpec.make(bins, categories, bounds, bin_edges, missing, quantile_epsilon, on_unknown, mechanism)
     distributed = is_dask(df)  # encoders from summaries, counts per partition on the workers
     if not distributed and not isinstance(df, pd.DataFrame):
@@ -625,8 +625,6 @@ class MaxEntClassifier(_Params):
         warm = self.warm_start and hasattr(self, "model_")
         if warm and tuple(aggregates.features) != tuple(self.feature_names_in_):
             raise ValueError("aggregates: warm_start needs the same features as the previous fit")
-        from .dask_backend import dask_executor
-
         callback = None
         if eval_set is not None:
             codes, y = aggregates.encode(eval_set), aggregates.labels(eval_set)

@@ -15,9 +15,7 @@ import numpy as np
 
 from ppgm.domain import Domain
 from ppgm.executor import BlockLost, RecordBlock, add_all, tree_reduce
-from ppgm.rng import as_generator
 from ppgm.robust_filter import FilterResult, filter_known_topology
-from ppgm.sampling import sample as _engine_sample
 
 LOST = {"CancelledError", "FutureCancelledError", "KilledWorker", "FutureLost", "LostDependency"}
 
@@ -187,54 +185,20 @@ def filter_dask(
     --------
     >>> import dask.array as da
     >>> from ppgm.random_models import random_bayesian_network
+    >>> from ppgm.sampling import sample
     >>> bn = random_bayesian_network(5, 2, seed=0)
-    >>> x = _engine_sample(bn, 4000, seed=1)
+    >>> x = sample(bn, 4000, seed=1)
     >>> res = filter_dask(da.from_array(x, chunks=(1000, -1)), bn.domain, bn.parents, 0.05, mode="single_pass", seed=0, progress=False)
     >>> mem = filter_known_topology(x, bn.domain, bn.parents, 0.05, mode="single_pass", seed=0, progress=False, block_rows=1000)
     >>> bool((res.inlier_mask.compute() == mem.inlier_mask).all()), res.history[0]["removed"]
     (True, 200)
     """
-    import dask
     import dask.array as da
 
     res = filter_known_topology(array_blocks(records, client), domain, parents, epsilon, mode=mode, rounds=rounds,
                                 seed=seed, tol=tol, progress=progress)
-    sizes = records.rechunk({1: -1}).chunks[0]
-    masks = res.inlier_blocks.persist().parts
+    masks = res.inlier_blocks.persist()
+    sizes = masks.map(len).collect()
+    masks = masks.parts
     mask = da.concatenate([da.from_delayed(m, shape=(s,), dtype=bool) for m, s in zip(masks, sizes)]) if masks else None
     return FilterResult(res.model, mask, res.history, res.inlier_blocks)
-
-
-def sample_partitions(model, n: int, npartitions: int, seed=None, codes: bool = False):
-    """``n`` exact samples of a pgmpy (or engine) model as a Dask collection of ``npartitions``
-    partitions, each drawn on a worker with its own generator spawned from ``seed`` (same seed, same
-    data). ``codes=True`` gives a Dask array of integer codes (columns in domain order), else a Dask
-    DataFrame of state names.
-
-    Examples
-    --------
-    >>> from ppgm.adapters import load_bif_example
-    >>> ddf = sample_partitions(load_bif_example("asia"), 1000, 4, seed=0)
-    >>> ddf.npartitions, len(ddf.compute())
-    (4, 1000)
-    """
-    import dask
-    import dask.array as da
-    import dask.dataframe as dd
-
-    from .data import decode
-    from .models import to_engine
-
-    m = to_engine(model)
-    if int(npartitions) < 1 or int(n) < int(npartitions):
-        raise ValueError(f"npartitions: expected 1 .. n, got {npartitions!r}")
-    sizes = np.diff(np.linspace(0, int(n), int(npartitions) + 1).round().astype(int))
-    seeds = np.random.SeedSequence(as_generator(seed).integers(1 << 63)).spawn(len(sizes))
-    d = len(m.domain)
-    if codes:
-        blocks = [da.from_delayed(dask.delayed(_engine_sample)(m, int(k), np.random.default_rng(s)), shape=(int(k), d), dtype=np.int64)
-                  for k, s in zip(sizes, seeds)]
-        return da.concatenate(blocks, axis=0)
-    meta = decode(np.zeros((1, d), np.int64), m.domain).iloc[:0]  # the dtypes decode really produces
-    return dd.from_delayed([dask.delayed(lambda k, s: decode(_engine_sample(m, k, np.random.default_rng(s)), m.domain))(int(k), s)
-                            for k, s in zip(sizes, seeds)], meta=meta)

@@ -42,7 +42,7 @@ def run_one(kind: str, where: str, n: int) -> dict:
     import numpy as np
 
     from ppgm.adapters import bayes_from_pgmpy, filter_dask, load_bif_example, sample_partitions
-    from ppgm.adapters.dask_backend import tables_dask
+    from ppgm.adapters.dask_backend import array_blocks
     from ppgm.robust_filter import filter_known_topology
     from ppgm.sampling import sample
     from ppgm.tables import contingency_tables
@@ -63,7 +63,7 @@ def run_one(kind: str, where: str, n: int) -> dict:
     if kind == "tables":
         if where == "dask":
             codes = sample_partitions(alarm, n, parts, seed=0, codes=True)
-            _, tables = tables_dask(codes, scopes, domain=bn.domain)
+            tables = [t.values for t in contingency_tables(array_blocks(codes, client), bn.domain, scopes)]
         else:
             codes = np.concatenate([sample(bn, n // parts, seed=s) for s in range(parts)])
             tables = [t.values for t in contingency_tables(codes, bn.domain, scopes)]

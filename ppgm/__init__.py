@@ -60,6 +60,7 @@ from .projection import project_simplex
 from .metrics import entropy, kl_divergence, log_likelihood, nllh, total_variation
 from .sampling import sample, sample_bayes, sample_markov
 from .tables import contingency_tables
+from .executor import BlockLost, InProcess, LocalBlocks, RecordBlock, record_blocks
 
 __version__ = "0.1.0"
 
@@ -115,4 +116,9 @@ __all__ = [
     "sample_bayes",
     "sample_markov",
     "total_variation",
+    "BlockLost",
+    "InProcess",
+    "LocalBlocks",
+    "RecordBlock",
+    "record_blocks",
 ]

@@ -22,6 +22,25 @@ Start and stop: EM starts from the naive MLE with an L2 weight calibrated to the
 (:func:`noise_calibrated_l2`), runs its E-step with Laplace noise moment-matched to a Gaussian by
 default, and stops after at most 30 iterations or when the objective stalls: the point EM converges
 to overfits the noise, the path to it improves on the start (see :func:`cgm_em`).
+
+What the defaults were measured against (the paper's 10 x 10 third-order chain, one draw):
+
+* iterations: the maximiser of the approximate marginal likelihood overfits the noise (maximised
+  directly by quasi-Newton, N = 1e5, eps = 0.5: KL 1 to 40), while EM's path from the calibrated
+  naive fit improves on it for tens of iterations. KL after 1 / 10 / 30 iterations: N = 1e4,
+  eps = 0.1: 7.12 / 6.69 / 6.14; N = 1e4, eps = 1: 1.166 / 1.146 / 1.178 (best 1.139 at 5, where
+  ``rtol`` stops it after about 17); N = 1e5, eps = 0.5: 0.227 / 0.219 / 0.211; N = 1e6, eps = 1:
+  0.0047 / 0.0047 / 0.0031. ``max_iter=10`` is about 3x faster and gives up that last gain.
+* M-step L2 (``noise_aware_l2``) against none, KL: N = 1e4, eps = 1: 1.16 / 1.59; N = 1e5,
+  eps = 0.5: 0.214 / 0.247; N = 1e6, eps = 1: 0.0032 / 0.0037.
+* the start: the paper's 1 / N naive fit instead of the calibrated one costs KL at high noise
+  (N = 1e5, eps = 0.1, 10 iterations: 2.09 against 1.15).
+* moment matching (10 iterations, KL exact Laplace -> moment-matched): N = 1e5, eps = 1:
+  0.087 -> 0.083; N = 1e5, eps = 0.5: 0.241 -> 0.219; N = 1e6, eps = 1: 0.0055 -> 0.0047;
+  N = 1e4, eps = 0.1: 6.86 -> 6.69. The MAP E-step under Laplace noise is sticky (its L1 term sets
+  n_C = y_C in many cells, putting the noise back); the Gaussian's shrinks towards the model.
+* adaptive E-step tolerance: half the E-step evaluations or better (N = 1e6, eps = 0.1: 929
+  instead of 1943; N = 1e5, eps = 1: 3436 instead of 8218) with the same KL (0.0898 vs 0.0902).
 """
 
 from __future__ import annotations
@@ -310,40 +329,24 @@ def cgm_em(
     l2 : float, optional
         Weight of ``l2 ||theta||^2`` (per record) in the M-step; default :func:`noise_aware_l2`
         (between 0.1 / N and 1 / N, growing with the noise). Without it the learned network drifts
-        towards vanishing probabilities on cells whose expected counts come out near zero (chain, one
-        draw, KL with l2 = 0 against the default: N = 1e4, eps = 1: 1.59 / 1.16; N = 1e5, eps = 0.5:
-        0.247 / 0.214; N = 1e6, eps = 1: 0.0037 / 0.0032).
+        towards vanishing probabilities on cells whose expected counts come out near zero.
     estep : {"dual", "nlbp"}
         E-step solver (see the module docstring).
     max_iter, tol, rtol
         EM stops after ``max_iter`` iterations, or earlier when the largest change of a clique
         marginal falls below ``tol`` or the objective grows by less than ``rtol`` (relative) in an
-        iteration. The iteration count matters for accuracy, not only for time: the maximiser of the
-        approximate marginal likelihood, which EM approaches, overfits the noise (maximised directly
-        by quasi-Newton, chain N = 1e5, eps = 0.5: KL 1 to 40), while the path EM takes from the
-        calibrated naive fit improves on it for tens of iterations. On the paper's 10 x 10
-        third-order chain (one draw; KL after 1 / 10 / 30 iterations): N = 1e4, eps = 0.1:
-        7.12 / 6.69 / 6.14; N = 1e4, eps = 1: 1.166 / 1.146 / 1.178 (best 1.139 at 5, where ``rtol``
-        stops it after about 17); N = 1e5, eps = 0.5: 0.227 / 0.219 / 0.211; N = 1e6, eps = 1:
-        0.0047 / 0.0047 / 0.0031 (the first iterations move away from the start, the later ones
-        improve steadily). ``max_iter=10`` is about 3x faster and gives up that last gain.
+        iteration. The iteration count matters for accuracy, not only for time: EM's path improves
+        on its start, its end point overfits the noise (module docstring).
     damping, smoothing
         Settings of the ``"nlbp"`` E-step.
     init : MarkovNetwork, optional
         Starting parameters (default: the naive MLE with L2 weight ``init_l2``).
     init_l2 : float, optional
-        L2 weight of that starting naive MLE; default :func:`noise_calibrated_l2`. Starting from the
-        paper's ``1 / N`` instead costs KL at high noise (chain, N = 1e5, eps = 0.1, 10 iterations:
-        2.09 against 1.15).
+        L2 weight of that starting naive MLE; default :func:`noise_calibrated_l2`.
     moment_match : bool
-        Run the E-step with Laplace tables replaced by Gaussian ones of the same variance. The MAP
-        E-step under Laplace noise is sticky: its L1 term sets n_C = y_C exactly in many cells, putting
-        the noise back into the counts; the Gaussian's MAP shrinks every cell towards the model
-        instead, closer to the posterior mean that exact EM would use. On the 10 x 10 chain (one draw,
-        10 iterations, KL exact Laplace -> moment-matched): N = 1e5, eps = 1: 0.087 -> 0.083; N = 1e5,
-        eps = 0.5: 0.241 -> 0.219; N = 1e6, eps = 1: 0.0055 -> 0.0047; N = 1e4, eps = 0.1: 6.86 -> 6.69.
-        Gaussian tables are unaffected; ``False`` keeps the exact Laplace likelihood (Problem 6 as
-        printed).
+        Run the E-step with Laplace tables replaced by Gaussian ones of the same variance (closer to
+        the posterior mean that exact EM would use). ``False`` keeps the exact Laplace likelihood
+        (Problem 6 as printed).
     progress : bool
         Show a tqdm bar.
     estep_iter, estep_tol : int, float
@@ -351,10 +354,7 @@ def cgm_em(
         warm-started from the previous E-step, so a loose E-step still converges over EM iterations.
     adaptive_estep : bool
         Solve each E-step only to ``max(estep_tol, min(1e-6, 1e-3 * change))``, where ``change`` is the
-        previous EM iteration's largest marginal change: inexact E-steps while EM still moves, exact
-        ones as it converges. On the 10 x 10 chain it halves the E-step evaluations or better (N = 1e6,
-        eps = 0.1: 929 instead of 1943; N = 1e5, eps = 1: 3436 instead of 8218) with the same KL
-        (0.0898 vs 0.0902; 0.0912 vs 0.0912).
+        previous EM iteration's largest marginal change: inexact E-steps while EM still moves.
     mstep_tol : float
         Gradient tolerance of each M-step (per record).
     callback : callable, optional
@@ -386,53 +386,91 @@ def cgm_em(
     P = oracle.params
     if init is None:
         init = naive_mle(domain, ms, N=N, l2="calibrated" if init_l2 is None else init_l2).model
-    if moment_match:
-        ms = _moment_matched(ms)
+    em = _EM(domain, oracle, _moment_matched(ms) if moment_match else ms, N, l2, estep, estep_iter, estep_tol, adaptive_estep,
+             damping, smoothing, mstep_tol, mstep_iter)
     theta = P.join([f.values for f in init.factors])
-    lam = None
-    counts = None
-    prev_mu = None
-    last_change = float("inf")
     history: list = []
     bar = tqdm(total=max_iter, desc="CGM-EM", disable=not progress, leave=False)
     for _ in range(max_iter):
-        theta_in = theta
-        log_z_theta = oracle.flat(theta)[0]
-        if estep == "dual":
-            # inexact E-steps while EM moves a lot, exact ones as it settles
-            tol_t = estep_tol if not adaptive_estep or not np.isfinite(last_change) else max(estep_tol, min(1e-6, 1e-3 * last_change))
-            lam, mus, value, evals = estep_dual(oracle, theta, ms, N, lam0=lam, max_iter=estep_iter, tol=tol_t)
-            counts = [N * mu for mu in mus]
-        else:
-            counts, evals, _ = estep_nlbp(oracle, theta, ms, N, damping, smoothing, counts0=counts)
-            mus = [c / N for c in counts]
-            value = float("nan")
-        targets = [Factor(m.variables, np.clip(mu, 0, None) / np.clip(mu, 0, None).sum()) for m, mu in zip(ms, mus)]
-        # M-step from theta - lambda: its marginals are the E-step's exactly, so it is the optimum
-        # without the L2 term and the penalised optimum is close (the M-step then takes a few steps).
-        start = theta - lam if lam is not None else theta
-        fit = fit_marginals(domain, targets, l2=l2, init=P.model(start), oracle=oracle, tol=mstep_tol, max_iter=mstep_iter)
-        theta = P.join([f.values for f in fit.model.factors])
-        if lam is not None:  # keep theta' = theta - lambda where the last E-step left it: a close warm start
-            lam = lam + (theta - theta_in)
-        mu_flat = P.join(mus)
-        change = float(np.abs(mu_flat - prev_mu).max()) if prev_mu is not None else float("inf")
-        prev_mu = mu_flat
-        last_change = change
-        penalty = N * l2 * float(theta_in @ theta_in)
-        history.append({"objective": value - N * log_z_theta - penalty if estep == "dual" else float("nan"),
-                        "change": change, "estep_evals": int(evals), "mstep_iters": len(fit.history)})
+        theta, record = em.iterate(theta)
+        history.append(record)
         bar.update(1)
         if callback is not None:
             try:
-                callback(len(history), P.model(theta), history[-1])
+                callback(len(history), P.model(theta), record)
             except StopIteration:
                 break
-        if change < tol:
+        if _em_converged(history, tol, rtol):
             break
-        if len(history) > 1 and np.isfinite(history[-1]["objective"]):
-            gain = history[-1]["objective"] - history[-2]["objective"]
-            if gain < rtol * abs(history[-1]["objective"]):
-                break
     bar.close()
-    return CGMResult(P.model(theta), counts, N, history)
+    return CGMResult(P.model(theta), em.counts, N, history)
+
+
+def _em_converged(history: list, tol: float, rtol: float) -> bool:
+    """Stop when the largest marginal change is below ``tol`` or the objective gains less than
+    ``rtol`` (relative) in an iteration."""
+    if history[-1]["change"] < tol:
+        return True
+    if len(history) > 1 and np.isfinite(history[-1]["objective"]):
+        gain = history[-1]["objective"] - history[-2]["objective"]
+        return bool(gain < rtol * abs(history[-1]["objective"]))
+    return False
+
+
+@dataclass
+class _EM:
+    """The E-step and M-step of CGM-EM with their settings, and what carries over between
+    iterations: the dual variables (warm start), the expected counts, the last marginals."""
+
+    domain: Domain
+    oracle: MarginalOracle
+    ms: list
+    N: float
+    l2: float
+    estep: str
+    estep_iter: int
+    estep_tol: float
+    adaptive_estep: bool
+    damping: float
+    smoothing: float
+    mstep_tol: float
+    mstep_iter: int
+    lam: np.ndarray | None = None
+    counts: list | None = None
+    prev_mu: np.ndarray | None = None
+    last_change: float = float("inf")
+
+    def iterate(self, theta: np.ndarray) -> tuple[np.ndarray, dict]:
+        """One EM iteration from ``theta``: the new parameters and the iteration's history record."""
+        P, N = self.oracle.params, self.N
+        log_z_theta = self.oracle.flat(theta)[0]
+        mus, value, evals = self._expected(theta)
+        targets = [Factor(m.variables, np.clip(mu, 0, None) / np.clip(mu, 0, None).sum()) for m, mu in zip(self.ms, mus)]
+        # M-step from theta - lambda: its marginals are the E-step's exactly, so it is the optimum
+        # without the L2 term and the penalised optimum is close (the M-step then takes a few steps).
+        start = theta - self.lam if self.lam is not None else theta
+        fit = fit_marginals(self.domain, targets, l2=self.l2, init=P.model(start), oracle=self.oracle,
+                            tol=self.mstep_tol, max_iter=self.mstep_iter)
+        new = P.join([f.values for f in fit.model.factors])
+        if self.lam is not None:  # keep theta' = theta - lambda where the last E-step left it: a close warm start
+            self.lam = self.lam + (new - theta)
+        mu_flat = P.join(mus)
+        change = float(np.abs(mu_flat - self.prev_mu).max()) if self.prev_mu is not None else float("inf")
+        self.prev_mu, self.last_change = mu_flat, change
+        penalty = N * self.l2 * float(theta @ theta)
+        record = {"objective": value - N * log_z_theta - penalty if self.estep == "dual" else float("nan"),
+                  "change": change, "estep_evals": int(evals), "mstep_iters": len(fit.history)}
+        return new, record
+
+    def _expected(self, theta: np.ndarray) -> tuple[list, float, int]:
+        """The E-step: expected clique marginals of the true counts, the dual value, evaluations."""
+        N = self.N
+        if self.estep == "dual":
+            # inexact E-steps while EM moves a lot, exact ones as it settles
+            tol_t = self.estep_tol if not self.adaptive_estep or not np.isfinite(self.last_change) else max(
+                self.estep_tol, min(1e-6, 1e-3 * self.last_change))
+            self.lam, mus, value, evals = estep_dual(self.oracle, theta, self.ms, N, lam0=self.lam, max_iter=self.estep_iter, tol=tol_t)
+            self.counts = [N * mu for mu in mus]
+            return mus, value, evals
+        self.counts, evals, _ = estep_nlbp(self.oracle, theta, self.ms, N, self.damping, self.smoothing, counts0=self.counts)
+        return [c / N for c in self.counts], float("nan"), evals

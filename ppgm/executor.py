@@ -29,7 +29,15 @@ FAN_IN = 8
 
 
 class BlockLost(RuntimeError):
-    """A block's data was lost (its worker died) and could not be recomputed."""
+    """A block's data was lost (its worker died) and could not be recomputed.
+
+    Examples
+    --------
+    >>> raise BlockLost("PCD chain shards: a block was lost with its worker")
+    Traceback (most recent call last):
+    ...
+    ppgm.executor.BlockLost: PCD chain shards: a block was lost with its worker
+    """
 
 
 @runtime_checkable
@@ -141,7 +149,13 @@ class InProcess:
 
 @dataclass(frozen=True)
 class RecordBlock:
-    """A block of integer-coded records and the index of its first record in the whole data set."""
+    """A block of integer-coded records and the index of its first record in the whole data set.
+
+    Examples
+    --------
+    >>> len(RecordBlock(100, np.zeros((5, 3), dtype=int)))
+    5
+    """
 
     start: int
     codes: np.ndarray

@@ -97,45 +97,66 @@ def loopy_belief_propagation(
         raise ValueError(f"damping: expected a number in [0, 1), got {damping}")
     if tol <= 0:
         raise ValueError(f"tol: expected a positive number, got {tol}")
-    dom = model.domain
-    n = len(dom)
-    K = max(dom.cards)
-    cards = np.asarray(dom.cards)
-    mask = np.where(np.arange(K)[None, :] < cards[:, None], 0.0, -np.inf)
-
-    groups: dict = {}
-    for fi, f in enumerate(model.factors):
-        groups.setdefault(f.shape, []).append(fi)
-    G = []
-    for shape, members in groups.items():
-        G.append(
-            _Group(
-                np.asarray(members),
-                np.asarray([dom.indices(model.factors[i].variables) for i in members], dtype=np.int64).reshape(len(members), len(shape)),
-                shape,
-                np.stack([model.factors[i].values for i in members]).astype(float),
-            )
-        )
-    # factor->variable messages, padded to K with zeros
-    fv = [[np.zeros((len(g.members), K)) for _ in g.cards] for g in G]
-    for g, msgs in zip(G, fv):
-        for j, c in enumerate(g.cards):
-            msgs[j][:, c:] = 0.0
+    bp = _Messages.build(model)
     history: list = []
     converged = False
     it = 0
     bar = tqdm(total=max_iter, desc="loopy BP", disable=not progress, leave=False)
+    for it in range(1, max_iter + 1):
+        history.append(bp.sweep(damping))
+        bar.update(1)
+        if history[-1] < tol:
+            converged = True
+            break
+    bar.close()
+    factor_lb, var_lb, log_z = bp.bethe(model)
+    return LoopyResult(factor_lb, var_lb, log_z, converged, it, history)
 
-    def var_beliefs() -> np.ndarray:
-        B = mask.copy()
-        for g, msgs in zip(G, fv):
+
+def _expand(m: np.ndarray, j: int, k: int) -> np.ndarray:
+    """Messages (G, card) as axis ``j`` of a (G, *k cards) array."""
+    shape = [m.shape[0]] + [1] * k
+    shape[1 + j] = m.shape[1]
+    return m.reshape(shape)
+
+
+@dataclass
+class _Messages:
+    """Factor-to-variable log-messages of every factor group (factors of one shape are updated
+    together), padded to the largest cardinality K."""
+
+    groups: list
+    fv: list
+    mask: np.ndarray
+    cards: np.ndarray
+
+    @classmethod
+    def build(cls, model: MarkovNetwork) -> "_Messages":
+        dom = model.domain
+        K = max(dom.cards)
+        cards = np.asarray(dom.cards)
+        mask = np.where(np.arange(K)[None, :] < cards[:, None], 0.0, -np.inf)
+        by_shape: dict = {}
+        for fi, f in enumerate(model.factors):
+            by_shape.setdefault(f.shape, []).append(fi)
+        groups = []
+        for shape, members in by_shape.items():
+            ids = np.asarray([dom.indices(model.factors[i].variables) for i in members], dtype=np.int64)
+            theta = np.stack([model.factors[i].values for i in members]).astype(float)
+            groups.append(_Group(np.asarray(members), ids.reshape(len(members), len(shape)), shape, theta))
+        fv = [[np.zeros((len(g.members), K)) for _ in g.cards] for g in groups]
+        return cls(groups, fv, mask, cards)
+
+    def var_beliefs(self) -> np.ndarray:
+        B = self.mask.copy()
+        for g, msgs in zip(self.groups, self.fv):
             for j in range(len(g.cards)):
                 np.add.at(B, g.var_ids[:, j], msgs[j])
         return B
 
-    def var_to_factor(B: np.ndarray) -> list:
+    def var_to_factor(self, B: np.ndarray) -> list:
         out = []
-        for g, msgs in zip(G, fv):
+        for g, msgs in zip(self.groups, self.fv):
             slot = []
             for j, c in enumerate(g.cards):
                 with np.errstate(invalid="ignore"):
@@ -145,21 +166,17 @@ def loopy_belief_propagation(
             out.append(slot)
         return out
 
-    def expand(m: np.ndarray, j: int, k: int) -> np.ndarray:
-        shape = [m.shape[0]] + [1] * k
-        shape[1 + j] = m.shape[1]
-        return m.reshape(shape)
-
-    for it in range(1, max_iter + 1):
-        vf = var_to_factor(var_beliefs())
+    def sweep(self, damping: float) -> float:
+        """One flooding update of every message; returns the largest change of a normalised message."""
+        vf = self.var_to_factor(self.var_beliefs())
         delta = 0.0
-        for g, msgs, inc in zip(G, fv, vf):
+        for g, msgs, inc in zip(self.groups, self.fv, vf):
             k = len(g.cards)
             for j, c in enumerate(g.cards):
                 t = g.theta
                 for l in range(k):
                     if l != j:
-                        t = t + expand(inc[l], l, k)
+                        t = t + _expand(inc[l], l, k)
                 axes = tuple(1 + l for l in range(k) if l != j)
                 new = logsumexp(t, axis=axes) if axes else t
                 new = new - logsumexp(new, axis=1, keepdims=True)
@@ -169,32 +186,30 @@ def loopy_belief_propagation(
                     new = new - logsumexp(new, axis=1, keepdims=True)
                 delta = max(delta, float(np.max(np.abs(np.exp(new) - np.exp(old)), initial=0.0)))
                 msgs[j][:, :c] = new
-        history.append(delta)
-        bar.update(1)
-        if delta < tol:
-            converged = True
-            break
-    bar.close()
+        return delta
 
-    B = var_beliefs()
-    LB = B - logsumexp(B, axis=1, keepdims=True)  # padded states stay -inf
-    var_lb = [LB[i, : cards[i]] for i in range(n)]
-    vf = var_to_factor(B)
-    factor_lb: list = [None] * len(model.factors)
-    energy = 0.0
-    entropy = 0.0
-    degree = np.zeros(n)
-    for g, inc in zip(G, vf):
-        k = len(g.cards)
-        t = g.theta
-        for l in range(k):
-            t = t + expand(inc[l], l, k)
-            degree += np.bincount(g.var_ids[:, l], minlength=n)
-        lb = t - logsumexp(t, axis=tuple(range(1, k + 1)), keepdims=True)
-        p = np.exp(lb)
-        energy += float(np.sum(_xlogy(p, g.theta)))
-        entropy -= float(np.sum(_xlogy(p, lb)))
-        for row, fi in enumerate(g.members):
-            factor_lb[fi] = Factor(model.factors[fi].variables, lb[row])
-    entropy += float((degree - 1) @ np.sum(_xlogy(np.exp(LB), LB), axis=1))
-    return LoopyResult(factor_lb, var_lb, energy + entropy, converged, it, history)
+    def bethe(self, model: MarkovNetwork) -> tuple[list, list, float]:
+        """Factor and variable log-beliefs and the Bethe estimate of log Z."""
+        n = len(model.domain)
+        B = self.var_beliefs()
+        LB = B - logsumexp(B, axis=1, keepdims=True)  # padded states stay -inf
+        var_lb = [LB[i, : self.cards[i]] for i in range(n)]
+        vf = self.var_to_factor(B)
+        factor_lb: list = [None] * len(model.factors)
+        energy = 0.0
+        entropy = 0.0
+        degree = np.zeros(n)
+        for g, inc in zip(self.groups, vf):
+            k = len(g.cards)
+            t = g.theta
+            for l in range(k):
+                t = t + _expand(inc[l], l, k)
+                degree += np.bincount(g.var_ids[:, l], minlength=n)
+            lb = t - logsumexp(t, axis=tuple(range(1, k + 1)), keepdims=True)
+            p = np.exp(lb)
+            energy += float(np.sum(_xlogy(p, g.theta)))
+            entropy -= float(np.sum(_xlogy(p, lb)))
+            for row, fi in enumerate(g.members):
+                factor_lb[fi] = Factor(model.factors[fi].variables, lb[row])
+        entropy += float((degree - 1) @ np.sum(_xlogy(np.exp(LB), LB), axis=1))
+        return factor_lb, var_lb, energy + entropy

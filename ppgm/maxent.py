@@ -395,24 +395,21 @@ def fit_maxent(
     rescaled : bool
         Use the rescaled pseudo-gradient (d / d_hat) c_hat - c for theta (Eq. 6).
     precondition : bool
-        Divide each coordinate by its approximate Hessian diagonal: d_hat for mu; for theta the
-        sigmoid-variance weighted counts (times d / d_hat) with the rescaled gradient, whose x part
-        is divided out, and c_hat (the paper's choice) without it. Otherwise divide by N.
+        Divide each coordinate by its approximate Hessian diagonal (d_hat for mu; for theta the
+        sigmoid-variance weighted counts times d / d_hat, or c_hat without rescaling); else by N.
     max_step : float
         Largest change of any parameter in one step (guards cells that the chains rarely visit).
     average : float
-        Return the average of the parameters over this final fraction of the steps (Polyak-Ruppert
-        averaging: with a constant step, PCD's iterates keep the chains' Monte Carlo noise; their
-        average does not). 0 returns the last iterate.
+        Return the average of the parameters over this final fraction of the steps (Polyak-Ruppert:
+        the iterates keep the chains' Monte Carlo noise, their average does not); 0: the last iterate.
     seed : int or numpy.random.Generator, optional
     progress : bool
         Show a tqdm progress bar.
     model, state : optional
         Warm start: continue from a fitted model and its chains (and generators).
     n_shards : int
-        Split the chains into this many shards, each with its own generator (spawned from
-        ``seed``); one shard reproduces a plain single-generator run. The result depends on the
-        sharding, not on where the shards run.
+        Split the chains into shards with their own generators (spawned from ``seed``). The result
+        depends on the sharding, not on where the shards run.
     executor : Executor, optional
         Where the shards live (``ppgm.executor``): in this process (default), or on Dask workers
         with ``ppgm.adapters.dask_executor(client)``. Same shards, same result.
@@ -435,6 +432,44 @@ def fit_maxent(
     >>> np.round(fit.model.predict_proba(np.array([[0, 0], [1, 0]])), 1).tolist()
     [0.2, 0.8]
     """
+    tables = _check_fit_arguments(tables, n_chains, max_iter, l2_mu, l2_theta, average)
+    layout = model.layout if model is not None else MaxEntLayout.from_tables(domain, tables)
+    T = len(tables)
+    obs = _Observed.of(layout, tables, n)
+    if model is None:
+        model = MaxEntModel.naive_bayes(layout, tables)
+    else:
+        model = MaxEntModel(layout, model.mu.copy(), model.theta.copy(), model.theta0)
+    state = _initial_state(model, n_chains, n_shards, seed) if state is None else state.copy()
+    pool = (executor or InProcess()).scatter(state.shards, "PCD chain shards")
+    update = _Update(obs, 1.0 / T if step_mu is None else float(step_mu), 1.0 / T if step_theta is None else float(step_theta),
+                     l2_mu, l2_theta, rescaled, precondition, max_step, obs.n / sum(len(sh.chains) for sh in state.shards))
+    history: dict = {"step": [], "d_error": [], "c_error": [], "step_size": []}
+    start_avg = int(max_iter) - int(round(average * int(max_iter)))
+    sums = [np.zeros_like(model.mu), np.zeros_like(model.theta), 0.0, 0]
+    for it in tqdm(range(int(max_iter)), desc="PCD", disable=not progress, leave=False):
+        pairs = pool.map(_pcd_step, layout=layout, mu=model.mu, theta=model.theta, theta0=float(model.theta0)).persist()
+        record = update.apply(model, pairs.reduce(_stats_of))
+        pool = pairs.map(_shard_of).persist()
+        state.step += 1
+        if it >= start_avg and average > 0:
+            sums[0] += model.mu
+            sums[1] += model.theta
+            sums[2] += model.theta0
+            sums[3] += 1
+        history["step"].append(state.step)
+        for key, val in record.items():
+            history[key].append(val)
+        if callback is not None and state.step % callback_every == 0:
+            for key, val in (callback(model, state.step) or {}).items():
+                history.setdefault(key, []).append((state.step, val))
+    state.shards = pool.collect()
+    if sums[3]:
+        model = MaxEntModel(layout, sums[0] / sums[3], sums[1] / sums[3], sums[2] / sums[3])
+    return PCDResult(model, state, history)
+
+
+def _check_fit_arguments(tables, n_chains, max_iter, l2_mu, l2_theta, average) -> list:
     tables = list(tables)
     if not tables:
         raise ValueError("tables: expected at least one aggregated table")
@@ -447,87 +482,92 @@ def fit_maxent(
     for name, val in (("l2_mu", l2_mu), ("l2_theta", l2_theta)):
         if not (np.isfinite(val) and val >= 0):
             raise ValueError(f"{name}: expected a non-negative penalty, got {val!r}")
-    layout = model.layout if model is not None else MaxEntLayout.from_tables(domain, tables)
-    T = len(tables)
-    step_mu = 1.0 / T if step_mu is None else float(step_mu)
-    step_theta = 1.0 / T if step_theta is None else float(step_theta)
-    if n is None:
-        known = [t.n for t in tables if t.n is not None]
-        singles = [t.values.sum() for t in tables if len(t.variables) == 1] or [t.values.sum() for t in tables]
-        n = float(known[0]) if known else float(np.mean(singles))
-    if not n > 0:
-        raise ValueError(f"n: expected a positive record count, got {n!r}")
-    d_obs, c_obs = layout.stack(tables, "values"), layout.stack(tables, "label_sums")
-    noisy = [t for t in tables if t.noise != "none"]
-    pieces = np.cumsum([0] + [t.values.size for t in tables])
-    single_rows = np.concatenate([np.arange(pieces[i], pieces[i + 1]) for i, t in enumerate(tables) if len(t.variables) == 1] or [np.zeros(0, np.int64)])
-    n_single = sum(1 for t in tables if len(t.variables) == 1)
-    C_obs = float(c_obs[single_rows].sum() / n_single) if n_single else float(c_obs.sum() / T)
-
-    if model is None:
-        model = MaxEntModel.naive_bayes(layout, tables)
-    else:
-        model = MaxEntModel(layout, model.mu.copy(), model.theta.copy(), model.theta0)
-    if state is None:
-        if int(n_shards) < 1 or int(n_shards) > int(n_chains):
-            raise ValueError(f"n_shards: expected 1 .. n_chains, got {n_shards!r}")
-        base = as_generator(seed)
-        rngs = [base] if int(n_shards) == 1 else base.spawn(int(n_shards))
-        sizes = np.diff(np.linspace(0, int(n_chains), int(n_shards) + 1).round().astype(int))
-        state = PCDState([ChainShard(_sample_nb_chains(model, int(k), r), r) for k, r in zip(sizes, rngs)], 0)
-    else:
-        state = state.copy()
-    pool = (executor or InProcess()).scatter(state.shards, "PCD chain shards")
-    n_total = sum(len(sh.chains) for sh in state.shards)
-    scale = n / n_total
-    history: dict = {"step": [], "d_error": [], "c_error": [], "step_size": []}
-    S = layout.n_slots
     if not 0 <= average < 1:
         raise ValueError(f"average: expected a fraction in [0, 1), got {average!r}")
-    start_avg = int(max_iter) - int(round(average * int(max_iter)))
-    sums = [np.zeros_like(model.mu), np.zeros_like(model.theta), 0.0, 0]
-    for it in tqdm(range(int(max_iter)), desc="PCD", disable=not progress, leave=False):
-        pairs = pool.map(_pcd_step, layout=layout, mu=model.mu, theta=model.theta, theta0=float(model.theta0)).persist()
-        d_raw, c_raw, h_raw, sig_sum, sig_var, count = pairs.reduce(_stats_of)
-        pool = pairs.map(_shard_of).persist()
+    return tables
+
+
+def _initial_state(model: MaxEntModel, n_chains: int, n_shards: int, seed) -> PCDState:
+    """Chains drawn from the Naive Bayes start, in ``n_shards`` shards with generators spawned from ``seed``."""
+    if int(n_shards) < 1 or int(n_shards) > int(n_chains):
+        raise ValueError(f"n_shards: expected 1 .. n_chains, got {n_shards!r}")
+    base = as_generator(seed)
+    rngs = [base] if int(n_shards) == 1 else base.spawn(int(n_shards))
+    sizes = np.diff(np.linspace(0, int(n_chains), int(n_shards) + 1).round().astype(int))
+    return PCDState([ChainShard(_sample_nb_chains(model, int(k), r), r) for k, r in zip(sizes, rngs)], 0)
+
+
+@dataclass
+class _Observed:
+    """The aggregated targets in the layout's flat order: counts d, label sums c, N, and the label
+    total C (from the single tables)."""
+
+    tables: list
+    d: np.ndarray
+    c: np.ndarray
+    n: float
+    C: float
+    pieces: np.ndarray
+    noisy: bool
+
+    @classmethod
+    def of(cls, layout: MaxEntLayout, tables: list, n: float | None) -> "_Observed":
+        T = len(tables)
+        if n is None:
+            known = [t.n for t in tables if t.n is not None]
+            singles = [t.values.sum() for t in tables if len(t.variables) == 1] or [t.values.sum() for t in tables]
+            n = float(known[0]) if known else float(np.mean(singles))
+        if not n > 0:
+            raise ValueError(f"n: expected a positive record count, got {n!r}")
+        d_obs, c_obs = layout.stack(tables, "values"), layout.stack(tables, "label_sums")
+        pieces = np.cumsum([0] + [t.values.size for t in tables])
+        single_rows = np.concatenate([np.arange(pieces[i], pieces[i + 1]) for i, t in enumerate(tables) if len(t.variables) == 1] or [np.zeros(0, np.int64)])
+        n_single = sum(1 for t in tables if len(t.variables) == 1)
+        C_obs = float(c_obs[single_rows].sum() / n_single) if n_single else float(c_obs.sum() / T)
+        return cls(tables, d_obs, c_obs, n, C_obs, pieces, any(t.noise != "none" for t in tables))
+
+
+@dataclass
+class _Update:
+    """One preconditioned pseudo-gradient step of the parameters from the chains' sums."""
+
+    obs: _Observed
+    step_mu: float
+    step_theta: float
+    l2_mu: float
+    l2_theta: float
+    rescaled: bool
+    precondition: bool
+    max_step: float
+    scale: float
+
+    def apply(self, model: MaxEntModel, stats: tuple) -> dict:
+        """Move ``model`` in place; return the step's ``d_error``, ``c_error`` and ``step_size``."""
+        obs, scale, n, T = self.obs, self.scale, self.obs.n, len(self.obs.tables)
+        d_raw, c_raw, h_raw, sig_sum, sig_var, count = stats
         d_hat, c_hat, h_hat = d_raw * scale, c_raw * scale, h_raw * scale
-        d_t, c_t = _targets(tables, pieces, d_obs, c_obs, d_hat, c_hat, scale) if noisy else (d_obs, c_obs)
+        d_t, c_t = _targets(obs.tables, obs.pieces, obs.d, obs.c, d_hat, c_hat, scale) if obs.noisy else (obs.d, obs.c)
         # gradients of the negative log-likelihood (+ L2)
-        g_mu = d_hat - d_t + 2 * l2_mu * model.mu
-        if rescaled:
+        g_mu = d_hat - d_t + 2 * self.l2_mu * model.mu
+        if self.rescaled:
             ratio = (d_t + scale) / (d_hat + scale)
-            g_th = ratio * c_hat - c_t + 2 * l2_theta * model.theta
+            g_th = ratio * c_hat - c_t + 2 * self.l2_theta * model.theta
             h_th = ratio * h_hat
         else:
-            g_th = c_hat - c_t + 2 * l2_theta * model.theta
+            g_th = c_hat - c_t + 2 * self.l2_theta * model.theta
             h_th = c_hat  # the joint model's curvature: theta_k also moves records into cell k
-        if precondition:
-            dir_mu = g_mu / (np.maximum(d_hat, scale) + 2 * l2_mu)
-            dir_th = g_th / (np.maximum(h_th, scale) + 2 * l2_theta)
+        if self.precondition:
+            dir_mu = g_mu / (np.maximum(d_hat, scale) + 2 * self.l2_mu)
+            dir_th = g_th / (np.maximum(h_th, scale) + 2 * self.l2_theta)
         else:
             dir_mu, dir_th = g_mu / n, g_th / n
-        model.mu -= np.clip(step_mu * dir_mu, -max_step, max_step)
-        model.theta -= np.clip(step_theta * dir_th, -max_step, max_step)
-        C_t = C_obs if not noisy else float(np.clip(C_obs, 0.5, n - 0.5))
+        model.mu -= np.clip(self.step_mu * dir_mu, -self.max_step, self.max_step)
+        model.theta -= np.clip(self.step_theta * dir_th, -self.max_step, self.max_step)
+        C_t = obs.C if not obs.noisy else float(np.clip(obs.C, 0.5, n - 0.5))
         g0 = n * sig_sum / count - C_t
-        model.theta0 -= float(np.clip(step_theta * g0 / max(n * sig_var / count, 1.0), -max_step, max_step))
-        state.step += 1
-        if it >= start_avg and average > 0:
-            sums[0] += model.mu
-            sums[1] += model.theta
-            sums[2] += model.theta0
-            sums[3] += 1
-        history["step"].append(state.step)
-        history["d_error"].append(float(np.abs(d_hat - d_t).sum() / (n * T)))
-        history["c_error"].append(float(np.abs(c_hat - c_t).sum() / (n * T)))
-        history["step_size"].append(float(np.abs(step_theta * dir_th).max()))
-        if callback is not None and state.step % callback_every == 0:
-            for key, val in (callback(model, state.step) or {}).items():
-                history.setdefault(key, []).append((state.step, val))
-    state.shards = pool.collect()
-    if sums[3]:
-        model = MaxEntModel(layout, sums[0] / sums[3], sums[1] / sums[3], sums[2] / sums[3])
-    return PCDResult(model, state, history)
+        model.theta0 -= float(np.clip(self.step_theta * g0 / max(n * sig_var / count, 1.0), -self.max_step, self.max_step))
+        return {"d_error": float(np.abs(d_hat - d_t).sum() / (n * T)), "c_error": float(np.abs(c_hat - c_t).sum() / (n * T)),
+                "step_size": float(np.abs(self.step_theta * dir_th).max())}
 
 
 def _targets(tables, pieces, d_obs, c_obs, d_hat, c_hat, scale) -> tuple[np.ndarray, np.ndarray]:

@@ -24,6 +24,8 @@ from ppgm.adapters import (  # noqa: E402
     sample,
     sample_partitions,
 )
+from ppgm.adapters.dask_backend import DaskBlocks  # noqa: E402
+from ppgm.executor import BlockLost  # noqa: E402
 from ppgm.maxent import fit_maxent  # noqa: E402
 from ppgm.robust_filter import filter_known_topology  # noqa: E402
 
@@ -111,3 +113,34 @@ def test_a_killed_worker_is_recovered_by_dask(client):
     got = contingency_tables(ddf, [("smoke", "bronc")])[0].values
     np.testing.assert_array_equal(got, ref)
     client.wait_for_workers(2, timeout=60)
+
+
+def test_pcd_survives_a_killed_worker_or_names_the_lost_shards(client):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.integers(0, 3, 4000), "b": rng.integers(0, 2, 4000)})
+    df["y"] = (rng.random(4000) < 0.2 + 0.2 * df["a"]).astype(int)
+    agg = aggregate(df, label="y")
+    kw = dict(n_chains=3000, max_iter=40, progress=False, n_shards=2, seed=3)
+    local = MaxEntClassifier(**kw).fit(agg)
+    pids = list(client.run(os.getpid).values())
+
+    def kill_one():
+        time.sleep(0.5)
+        os.kill(pids[0], 9)
+
+    threading.Thread(target=kill_one).start()
+    try:  # Dask recomputes lost shards from their lineage; if it cannot, the error names them
+        remote = MaxEntClassifier(client=client, **kw).fit(agg)
+        np.testing.assert_array_equal(local.model_.theta, remote.model_.theta)
+    except BlockLost as err:
+        assert "PCD chain shards" in str(err)
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_lost_blocks_raise_a_clear_error_not_a_cancelled_future(client):
+    import dask
+
+    blocks = DaskBlocks([dask.delayed(np.arange)(3), dask.delayed(np.arange)(4)], "test blocks", client).persist()
+    client.cancel([f for p in blocks.parts for f in p.__dask_graph__().values() if isinstance(f, distributed.Future)])
+    with pytest.raises(BlockLost, match="test blocks: a block was lost"):
+        blocks.collect()
