@@ -9,8 +9,9 @@ import numpy as np
 from .domain import Domain
 
 
-def check_records(records, domain: Domain, argument: str = "records") -> np.ndarray:
-    """Return ``records`` as an ``(N, len(domain))`` integer array, checked against ``domain``.
+def check_records(records, domain: Domain, argument: str = "records", compact: bool = False) -> np.ndarray:
+    """Return ``records`` as an ``(N, len(domain))`` integer array, checked against ``domain``
+    (int64; with ``compact=True`` an integer array keeps its own, smaller, dtype).
 
     Raises ``ValueError`` naming ``argument`` for a wrong shape, non-integer or NaN entries, or codes
     outside ``0 .. card-1``. The input is never modified.
@@ -33,7 +34,8 @@ def check_records(records, domain: Domain, argument: str = "records") -> np.ndar
             raise ValueError(f"{argument}: expected integer state codes, got non-integral floats")
     elif arr.dtype.kind not in "iub":
         raise ValueError(f"{argument}: expected integer state codes, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64, copy=False)
+    if not (compact and arr.dtype.kind in "iu"):
+        arr = arr.astype(np.int64, copy=False)
     if arr.size:
         lo, hi = arr.min(axis=0), arr.max(axis=0)
         cards = np.asarray(domain.cards)

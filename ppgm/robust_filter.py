@@ -1,23 +1,44 @@
-"""Robust CPT learning from epsilon-corrupted samples: the eigenvector filter (Cheng, Diakonikolas,
-Kane, Stewart, NeurIPS 2018, Algorithm 1 Filter-Known-Topology), for binary and categorical nodes.
+"""Robust CPT learning from corrupted samples: the eigenvector filter (Cheng, Diakonikolas, Kane,
+Stewart, NeurIPS 2018, Algorithm 1 Filter-Known-Topology) for binary and categorical nodes, with a
+stopping rule calibrated to the data.
 
-Each record x maps to F(x, q) (Definition 6): for every node the coordinates of its *active*
-parent configuration hold the one-hot state of x (all states but the last), every other coordinate
-holds q. So F(x, q) - q has exactly ``sum_i (k_i - 1)`` non-zeros per record, and the centred
-records form a sparse matrix Z with that many entries per row (never a dense N x m array). The
-filter looks at M = Z'Z / N with its diagonal blocks zeroed (one block per node and parent
-configuration: under the true model the covariance of F is block-diagonal, and diagonal for binary
-nodes), finds its eigenvalue of largest magnitude with Lanczos (ARPACK) through mat-vecs only, and
-removes the records that stick out along that direction.
+Each record x maps to F(x, q) (Definition 6): for every node the coordinates of its *active* parent
+configuration hold the one-hot state of x (all states but the last), every other coordinate holds
+q. The centred records z = F(x, q) - q have ``sum_i (k_i - 1)`` non-zeros each. The filter looks at
+M = Z'Z / N with its diagonal blocks removed (one block per node and parent configuration: under the
+model the covariance of F is block-diagonal, and the blocks are known from the counts), finds its
+eigenvalue of largest magnitude by Lanczos through mat-vecs, and removes the records that stick out
+along that direction.
+
+Records never become a dense N x m matrix, nor a stored sparse one: each block of records is
+reduced to its distinct rows and their multiplicities, and the mat-vecs Z'(w * (Z u)) are gathers
+and bincounts over those rows (``ppgm.executor`` blocks: in memory or on Dask, same result).
+
+Modes
+-----
+``"calibrated"`` (default): compare the top eigenvalue with what clean data of the same size from
+the currently fitted network shows (a parametric bootstrap, rescaled by sqrt(n_null / N)), and stop
+when it is within that range. Otherwise score the records along the eigenvector, compare the tail of
+the scores with the tail of the bootstrap records' scores along the same direction, and remove the
+records beyond the cut where the excess of extreme scores is largest, among the cuts where most of
+what is removed is in excess; refit and repeat. A round whose excess is below 0.1% of N, or not
+significant (4 standard deviations of a count), stops the filter. ``epsilon`` is only an upper bound
+on what may be removed (when the excess reaches past it, a round spends 90% of what is left and
+looks again); clean data loses nothing, or almost nothing.
+``"paper"``: Algorithm 1 on whitened coordinates with the paper's constants; the whitening is the
+balance constant computed per parent configuration (the paper's global alpha made its bound inert
+on real networks).
+``"single_pass"`` / ``"iterative"``: the authors' practice, unwhitened, removing exactly
+``ceil(epsilon N)`` records in one or several passes (a quota, whatever the data look like).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, eigsh
 from tqdm.auto import tqdm
 
@@ -27,6 +48,10 @@ from .domain import Domain
 from .executor import Blocks, LocalBlocks, RecordBlock, record_blocks
 from .records import check_records
 from .rng import as_generator
+
+MODES = ("calibrated", "paper", "single_pass", "iterative")
+MIN_EXCESS = 1e-3  # calibrated mode: an excess of extreme scores below this fraction of N is not worth a round
+BUDGET_STEP = 0.9  # calibrated mode: share of the remaining budget a round may spend when the excess reaches past it
 
 
 @dataclass(frozen=True)
@@ -40,11 +65,17 @@ class FilterResult:
     inlier_mask : numpy.ndarray of bool
         One entry per input record: True if it was kept.
     history : list of dict
-        One entry per round: ``eigenvalue`` (of largest magnitude), ``threshold`` (the score above
-        which records were removed, or the stopping bound), ``removed`` (records removed), ``kept``.
+        One entry per round: ``eigenvalue`` (of largest magnitude), ``null_threshold`` (calibrated
+        mode: the largest eigenvalue clean data of this size would show) or the paper's bound,
+        ``threshold`` (the score above which records were removed), ``removed``, ``kept``,
+        ``estimated_fraction`` (calibrated mode: the corrupted fraction estimated so far), and
+        ``stopped`` (why the filter stopped) on the last round.
     inlier_blocks : Blocks, optional
         For records given as blocks that live elsewhere (Dask), the masks per block; ``inlier_mask``
         is then None.
+    estimated_fraction : float
+        The corrupted fraction the filter estimates (calibrated mode: the excess of extreme scores
+        over clean data; other modes: the fraction removed).
 
     Examples
     --------
@@ -52,148 +83,217 @@ class FilterResult:
     >>> from ppgm.sampling import sample
     >>> bn = random_bayesian_network(4, 2, seed=0)
     >>> res = filter_known_topology(sample(bn, 1000, seed=0), bn.domain, bn.parents, 0.1, progress=False)
-    >>> res.history[0]["removed"], int(res.inlier_mask.sum())
-    (100, 900)
+    >>> res.history[-1]["stopped"], int(res.inlier_mask.sum())
+    ('eigenvalue within the clean-data range', 1000)
     """
 
     model: BayesianNetwork
     inlier_mask: np.ndarray | None
     history: list = field(default_factory=list)
     inlier_blocks: Blocks | None = None
+    estimated_fraction: float = 0.0
+
+
+# --------------------------------------------------------------------------------------------------
+# blocks of records: distinct rows, multiplicities, and where each row's coordinates are
 
 
 @dataclass
 class _Block:
-    """One block of records as the filter holds it: codes (column-major), parent configurations,
-    and which of its rows are still kept."""
+    """One block of records as the filter holds it: its distinct rows as cells (per node with more
+    than one state, the row's (parent configuration, state) cell ``g`` in one index space over all
+    nodes), which distinct row each record is, which records are kept, and the kept multiplicity
+    ``w`` of every distinct row."""
 
     start: int
-    rec: np.ndarray
-    cfg: np.ndarray
+    inv: np.ndarray
     keep: np.ndarray
+    g: np.ndarray
+    w: np.ndarray
+    s: np.ndarray | None = None
 
 
-@dataclass
-class _Centred:
-    """A block's centred records Z = F(x, q) - q on its kept rows, the per-node pieces of its
-    diagonal blocks, and the raw (unnormalised) sums of those blocks."""
+@dataclass(frozen=True)
+class _Cells:
+    """The (node, parent configuration, state) cells of the nodes with more than one state, and how
+    they map to the m coordinates (every state but the last)."""
 
-    Z: sp.csr_matrix
-    rows: np.ndarray
-    raw: list
+    nodes: tuple
+    offset: tuple
+    size: int
+    coord_cell: np.ndarray
 
+    @classmethod
+    def of(cls, layout: CPTLayout) -> "_Cells":
+        cards = layout.domain.cards
+        nodes = tuple(j for j, k in enumerate(cards) if k > 1)
+        sizes = [layout.n_configs[j] * cards[j] for j in nodes]
+        offset = tuple(int(x) for x in np.concatenate([[0], np.cumsum(sizes)[:-1]])) if nodes else ()
+        coord_cell = np.empty(layout.m, dtype=np.int64)
+        for j, o in zip(nodes, offset):
+            k, n_cfg = cards[j], layout.n_configs[j]
+            cells = o + (np.arange(n_cfg)[:, None] * k + np.arange(k - 1)[None, :]).ravel()
+            coord_cell[layout.base[j] : layout.base[j] + n_cfg * (k - 1)] = cells
+        return cls(nodes, offset, int(sum(sizes)), coord_cell)
 
-def _prepare(block: RecordBlock, domain: Domain, layout: CPTLayout) -> _Block:
-    rec = np.asfortranarray(check_records(block.codes, domain))  # column access per node is contiguous
-    return _Block(int(block.start), rec, layout.configs(rec), np.ones(rec.shape[0], dtype=bool))
-
-
-def _kept_rows(b: _Block):
-    return None if b.keep.all() else np.flatnonzero(b.keep)
-
-
-def _counts(b: _Block, layout: CPTLayout) -> list:
-    return layout.counts(b.rec, b.cfg, _kept_rows(b))
-
-
-def _centre(b: _Block, layout: CPTLayout, q: list) -> _Centred:
-    rows = _kept_rows(b)
-    Z, parts = _centred_matrix(b.rec, b.cfg, layout, q, rows)
-    return _Centred(Z, np.arange(b.rec.shape[0]) if rows is None else rows, _diagonal_sums(parts, layout))
-
-
-def _centred_matrix(records, configs, layout: CPTLayout, q: list, rows):
-    """Sparse Z (rows x m) of F(x, q) - q, and per node its (column start, parent configuration,
-    centred values) for the diagonal blocks. ``rows`` is an index array or ``None`` for all rows."""
-    dom = layout.domain
-    n = records.shape[0] if rows is None else rows.size
-    width = sum(k - 1 for k in dom.cards)
-    indices = np.empty((width, n), dtype=np.int32)  # m < 2**31 coordinates; filled node by node
-    data = np.empty((width, n))
-    parts = []
-    col = 0
-    for j, (k, base) in enumerate(zip(dom.cards, layout.base)):
-        if k == 1:
-            continue
-        w = k - 1
-        cfg = configs[:, j] if rows is None else configs[rows, j]
-        x = records[:, j] if rows is None else records[rows, j]
-        start = base + cfg * w
-        vals = (x[:, None] == np.arange(w)[None, :]) - q[j][cfg, :w]
-        indices[col : col + w] = start[None, :] + np.arange(w, dtype=np.int32)[:, None]
-        data[col : col + w] = vals.T
-        parts.append((j, cfg, vals))
-        col += w
-    indptr = np.arange(0, n * width + 1, max(width, 1), dtype=np.int64)[: n + 1]
-    Z = sp.csr_matrix((data.T.ravel(), indices.T.ravel(), indptr), shape=(n, layout.m))
-    return Z, parts
-
-
-def _diagonal_sums(parts, layout: CPTLayout) -> list:
-    """Per node with more than one state, the (n_configs, w, w) sums of z z' over the rows of each
-    parent configuration: the diagonal blocks of Z'Z, before dividing by n."""
-    sums = []
-    for j, cfg, vals in parts:
-        w = vals.shape[1]
-        ncfg = layout.n_configs[j]
-        B = np.empty((ncfg, w, w))
-        for s in range(w):
-            for t in range(s, w):
-                B[:, s, t] = B[:, t, s] = np.bincount(cfg, weights=vals[:, s] * vals[:, t], minlength=ncfg)
-        sums.append(B)
-    return sums
-
-
-def _diagonal_blocks(layout: CPTLayout, sums: list, n: int) -> list:
-    """(column start, configurations, width, block / n) of every node with more than one state."""
-    nodes = [j for j, k in enumerate(layout.domain.cards) if k > 1]
-    return [(layout.base[j], layout.n_configs[j], B.shape[1], B / n) for j, B in zip(nodes, sums)]
-
-
-def _top_eigenpair(gram, m: int, blocks: list, n: int, rng: np.random.Generator, tol: float):
-    """Eigenpair of largest magnitude of (Z'Z / n with its diagonal blocks removed), where
-    ``gram(u) = Z'(Z u)`` is a reduction over the blocks of records."""
-
-    def matvec(u):
-        u = np.asarray(u).ravel()
-        out = gram(u) / n
-        for base, ncfg, w, B in blocks:
-            seg = slice(base, base + ncfg * w)
-            out[seg] -= np.einsum("aij,aj->ai", B, u[seg].reshape(ncfg, w)).ravel()
+    def split(self, layout: CPTLayout, per_cell: np.ndarray) -> list:
+        """Per node the (configurations, states) table of a vector over the cells (zeros for one-state nodes)."""
+        out, it = [], iter(zip(self.nodes, self.offset))
+        nxt = next(it, None)
+        for j, k in enumerate(layout.domain.cards):
+            n_cfg = layout.n_configs[j]
+            if nxt is not None and nxt[0] == j:
+                out.append(per_cell[nxt[1] : nxt[1] + n_cfg * k].reshape(n_cfg, k))
+                nxt = next(it, None)
+            else:
+                out.append(np.zeros((n_cfg, 1)))
         return out
 
-    if m == 0:
-        return 0.0, np.zeros(0)
-    if m <= 2:  # ARPACK needs k < m; form the tiny matrix directly
-        M = np.column_stack([matvec(e) for e in np.eye(m)])
-        w, V = np.linalg.eigh((M + M.T) / 2)
-        i = int(np.argmax(np.abs(w)))
-        return float(w[i]), V[:, i]
-    op = LinearOperator((m, m), matvec=matvec, dtype=float)
-    w, V = eigsh(op, k=1, which="LM", v0=rng.standard_normal(m), tol=tol)
-    return float(w[0]), V[:, 0]
+
+def _unique_rows(codes: np.ndarray, cards: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of ``codes`` and the index of each record's row. Rows are keyed in mixed radix
+    when the domain fits in 62 bits; larger domains (many nodes: rows rarely repeat) stay as they are."""
+    if codes.shape[0] == 0 or math.prod(int(k) for k in cards) >= 2**62:
+        return codes, np.arange(codes.shape[0], dtype=np.int64)
+    key = np.zeros(codes.shape[0], dtype=np.int64)
+    for j, k in enumerate(cards):
+        key *= np.int64(k)
+        key += codes[:, j]
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    return codes[first], inv.ravel()
 
 
-def _gram(c: _Centred, u: np.ndarray) -> np.ndarray:
-    return c.Z.T @ (c.Z @ u)
+def _prepare(block: RecordBlock, domain: Domain, layout: CPTLayout, cells: _Cells) -> _Block:
+    rows, inv = _unique_rows(check_records(block.codes, domain, compact=True), domain.cards)
+    cfg = layout.configs(rows)
+    g = np.empty((len(cells.nodes), rows.shape[0]), dtype=np.int16 if cells.size < 2**15 else np.int32)
+    for r, (j, o) in enumerate(zip(cells.nodes, cells.offset)):
+        g[r] = o + cfg[:, j] * domain.cards[j] + rows[:, j]
+    keep = np.ones(inv.shape[0], dtype=bool)
+    return _Block(int(block.start), inv.astype(np.int32), keep, g, np.bincount(inv, minlength=rows.shape[0]).astype(float))
 
 
-def _raw(c: _Centred) -> list:
-    return c.raw
+def _cell_sums(b: _Block, size: int, r: np.ndarray | None = None) -> np.ndarray:
+    """Sum over the block's kept records of ``r`` (default 1) in every cell."""
+    weights = b.w if r is None else r
+    out = np.zeros(size)
+    for row in b.g:
+        out += np.bincount(row, weights=weights, minlength=size)
+    return out
+
+
+def _project(b: _Block, h: np.ndarray) -> np.ndarray:
+    """z . u for every distinct row, given u as a vector over the cells (see :meth:`_Operator.cells_of`)."""
+    zu = np.zeros(b.w.shape[0])
+    for row in b.g:
+        zu += h[row]
+    return zu
+
+
+def _gram(b: _Block, h: np.ndarray) -> np.ndarray:
+    """Per cell, the sum over the block's kept records of z . u (u given over the cells)."""
+    return _cell_sums(b, h.shape[0], b.w * _project(b, h))
+
+
+# --------------------------------------------------------------------------------------------------
+# the second-moment operator
 
 
 @dataclass
-class _Scored:
-    """A block's scores |v . z| on its kept rows and their tie-breaking keys."""
+class _Operator:
+    """M = Z'Z / n minus its diagonal blocks, optionally whitened block by block, as mat-vecs over
+    the blocks of records. ``sigma`` are the diagonal blocks (known from the counts), ``white``
+    their inverse square roots (or identities)."""
 
-    rows: np.ndarray
-    scores: np.ndarray
-    keys: np.ndarray
+    layout: CPTLayout
+    cells: _Cells
+    q: list
+    sigma: list
+    white: list
+    n: float
+
+    @classmethod
+    def build(cls, layout: CPTLayout, cells: _Cells, counts: list, whiten: bool) -> "_Operator":
+        q = conditional_probabilities(counts)
+        n = float(counts[cells.nodes[0]].sum()) if cells.nodes else 0.0
+        sigma, white = [], []
+        for j in cells.nodes:
+            c = counts[j]
+            w = c.shape[1] - 1
+            head, tot = c[:, :w], c.sum(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                outer = np.where(tot[:, None, None] > 0, head[:, :, None] * head[:, None, :] / tot[:, None, None], 0.0)
+            S = (np.einsum("ci,ij->cij", head, np.eye(w)) - outer) / n
+            sigma.append(S)
+            white.append(_inverse_sqrt(S) if whiten else np.broadcast_to(np.eye(w), S.shape))
+        return cls(layout, cells, q, sigma, white, n)
+
+    def _apply(self, matrices: list, u: np.ndarray) -> np.ndarray:
+        out = np.empty_like(u)
+        lay = self.layout
+        for j, B in zip(self.cells.nodes, matrices):
+            n_cfg, w = lay.n_configs[j], lay.domain.cards[j] - 1
+            seg = slice(lay.base[j], lay.base[j] + n_cfg * w)
+            out[seg] = np.einsum("cij,cj->ci", B, u[seg].reshape(n_cfg, w)).ravel()
+        return out
+
+    def whiten(self, u: np.ndarray) -> np.ndarray:
+        return self._apply(self.white, u)
+
+    def cells_of(self, u: np.ndarray) -> np.ndarray:
+        """u over the cells, centred: h[j, c, s] = u[j, c, s] (0 for the last state) - sum_t q[c, t] u[j, c, t],
+        so that z . u is the sum over a record's nodes of h at its cells."""
+        h = np.zeros(self.cells.size)
+        h[self.cells.coord_cell] = u
+        lay = self.layout
+        for j, o in zip(self.cells.nodes, self.cells.offset):
+            n_cfg, k = lay.n_configs[j], lay.domain.cards[j]
+            H = h[o : o + n_cfg * k].reshape(n_cfg, k)
+            H -= (self.q[j] * H).sum(axis=1, keepdims=True)
+        return h
+
+    def coords_of(self, t: np.ndarray) -> np.ndarray:
+        """Z' r from its per-cell sums t: t[j, c, s] - q[c, s] sum_t t[j, c, t] on the coordinates."""
+        lay, out = self.layout, np.empty(self.layout.m)
+        for j, o in zip(self.cells.nodes, self.cells.offset):
+            n_cfg, k = lay.n_configs[j], lay.domain.cards[j]
+            T = t[o : o + n_cfg * k].reshape(n_cfg, k)
+            out[lay.base[j] : lay.base[j] + n_cfg * (k - 1)] = (T - self.q[j] * T.sum(axis=1, keepdims=True))[:, :-1].ravel()
+        return out
+
+    def matvec(self, blocks: Blocks, u: np.ndarray) -> np.ndarray:
+        """W (Z'Z / n - Sigma) W u over the blocks of records."""
+        wu = self.whiten(u)
+        gram = self.coords_of(blocks.reduce(_gram, h=self.cells_of(wu)))
+        return self.whiten(gram / self.n - self._apply(self.sigma, wu))
+
+    def top(self, blocks: Blocks, rng: np.random.Generator, tol: float) -> tuple[float, np.ndarray]:
+        """Eigenvalue of largest magnitude, and the direction the records are scored along (over
+        the cells: a record's score is |sum of h at its cells|)."""
+        m = self.layout.m
+        if m == 0:
+            return 0.0, np.zeros(self.cells.size)
+        mv = lambda u: self.matvec(blocks, np.asarray(u, dtype=float).ravel())  # noqa: E731
+        if m <= 2:  # ARPACK needs k < m; form the tiny matrix directly
+            M = np.column_stack([mv(e) for e in np.eye(m)])
+            lam, V = np.linalg.eigh((M + M.T) / 2)
+            i = int(np.argmax(np.abs(lam)))
+            return float(lam[i]), self.cells_of(self.whiten(V[:, i]))
+        lam, V = eigsh(LinearOperator((m, m), matvec=mv, dtype=float), k=1, which="LM", v0=rng.standard_normal(m), tol=tol,
+                       ncv=min(m, 8))
+        return float(lam[0]), self.cells_of(self.whiten(V[:, 0]))
 
 
-def _score(c: _Centred, b: _Block, v: np.ndarray, key_seed: int) -> _Scored:
-    scores = np.abs(c.Z @ v) if c.Z.shape[1] else np.zeros(c.rows.size)
-    return _Scored(c.rows, scores, tie_keys(b.start + c.rows, key_seed))
+def _inverse_sqrt(S: np.ndarray) -> np.ndarray:
+    """Per block the pseudo-inverse square root of a covariance (directions without variance: 0)."""
+    lam, V = np.linalg.eigh(S)
+    scale = np.maximum(lam.max(axis=1, keepdims=True), 0.0)
+    inv = np.where(lam > 1e-9 * scale + 1e-300, 1.0 / np.sqrt(np.where(lam > 0, lam, 1.0)), 0.0)
+    return np.einsum("cij,cj,ckj->cik", V, inv, V)
+
+
+# --------------------------------------------------------------------------------------------------
+# removal
 
 
 def tie_keys(index: np.ndarray, seed: int) -> np.ndarray:
@@ -214,18 +314,53 @@ def tie_keys(index: np.ndarray, seed: int) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def _at_least(s: _Scored, t: float) -> int:
-    return int((s.scores >= t).sum())
+def _with_keep(b: _Block, keep: np.ndarray) -> _Block:
+    w = np.bincount(b.inv, weights=keep, minlength=b.w.shape[0])
+    return _Block(b.start, b.inv, keep, b.g, w)
 
 
-def _tied_at_least(s: _Scored, t: float, key) -> int:
-    return int(((s.scores == t) & (s.keys >= np.uint64(key))).sum())
+def _scored(b: _Block, h: np.ndarray) -> _Block:
+    """The block with the score |z . u| of each distinct row attached (for one round's removal)."""
+    return _Block(b.start, b.inv, b.keep, b.g, b.w, np.abs(_project(b, h)))
 
 
-def _top(scored: Blocks, k: int) -> tuple[float, int]:
+def _drop_above(b: _Block, cut: float) -> _Block:
+    """Remove every kept record whose score is at least ``cut``."""
+    return _with_keep(b, b.keep & ~(b.s >= cut)[b.inv])
+
+
+def _tail_counts(b: _Block, edges: np.ndarray) -> np.ndarray:
+    """Kept records with score >= each edge (edges ascending)."""
+    bins = np.searchsorted(edges, b.s, side="right")  # number of edges <= s
+    hist = np.bincount(bins, weights=b.w, minlength=edges.size + 1)
+    return np.cumsum(hist[::-1])[::-1][1:]
+
+
+def _at_least(b: _Block, t: float) -> float:
+    return float(b.w[b.s >= t].sum())
+
+
+def _tied_keys(b: _Block, t: float, key_seed: int) -> np.ndarray:
+    """Sorted tie-breaking keys of the kept records scoring exactly t."""
+    rec = np.flatnonzero(b.keep & (b.s == t)[b.inv])
+    return np.sort(tie_keys(b.start + rec, key_seed))
+
+
+def _keys_at_least(keys: np.ndarray, key: int) -> int:
+    return int(keys.size - np.searchsorted(keys, np.uint64(key), side="left"))
+
+
+def _drop_top(b: _Block, t: float, kt: int, key_seed: int) -> _Block:
+    keep = b.keep & ~(b.s > t)[b.inv]
+    tied = np.flatnonzero(keep & (b.s == t)[b.inv])
+    keep[tied[tie_keys(b.start + tied, key_seed) >= np.uint64(kt)]] = False
+    return _with_keep(b, keep)
+
+
+def _top_records(scored: Blocks, k: int, key_seed: int) -> tuple[float, int]:
     """The rule that drops exactly the ``k`` records with the largest (score, key): score above t, or
-    equal to t with key at least kt. Found by bisection on the bit patterns of t (non-negative
-    floats order like their bits) and of kt, with one count reduction per step."""
+    equal to t with key at least kt. Bisection on the bit patterns of t (non-negative floats order
+    like their bits) and of kt, one count reduction per step, over scored blocks."""
     lo, hi = 0, int(np.float64(np.inf).view(np.int64))
     while lo < hi:  # largest t with #{score >= t} >= k
         mid = (lo + hi + 1) // 2
@@ -234,42 +369,28 @@ def _top(scored: Blocks, k: int) -> tuple[float, int]:
         else:
             hi = mid - 1
     t = float(np.int64(lo).view(np.float64))
-    ties = k - scored.reduce(_at_least, t=float(np.nextafter(t, np.inf)))
+    ties = k - int(scored.reduce(_at_least, t=float(np.nextafter(t, np.inf))))
+    keys = scored.map(_tied_keys, t=t, key_seed=key_seed).persist()
     klo, khi = 0, 2**64 - 1
     while klo < khi:  # largest kt with #{score == t, key >= kt} >= ties
         mid = (klo + khi + 1) // 2
-        if scored.reduce(_tied_at_least, t=t, key=mid) >= ties:
+        if keys.reduce(_keys_at_least, key=mid) >= ties:
             klo = mid
         else:
             khi = mid - 1
     return t, klo
 
 
-def _drop_top(b: _Block, s: _Scored, t: float, kt: int) -> _Block:
-    drop = (s.scores > t) | ((s.scores == t) & (s.keys >= np.uint64(kt)))
-    return _drop(b, s.rows[drop])
-
-
-def _drop_from(b: _Block, s: _Scored, cut: float) -> _Block:
-    return _drop(b, s.rows[s.scores >= cut])
-
-
-def _drop(b: _Block, rows: np.ndarray) -> _Block:
-    keep = b.keep.copy()
-    keep[rows] = False
-    return _Block(b.start, b.rec, b.cfg, keep)
-
-
-def _n_kept(b: _Block) -> int:
-    return int(b.keep.sum())
-
-
-def _scores_of(s: _Scored) -> np.ndarray:
-    return s.scores
-
-
 def _keep_of(b: _Block) -> np.ndarray:
     return b.keep
+
+
+def _n_kept(b: _Block) -> float:
+    return float(b.keep.sum())
+
+
+# --------------------------------------------------------------------------------------------------
+# the filter
 
 
 def filter_known_topology(
@@ -277,16 +398,18 @@ def filter_known_topology(
     domain: Domain,
     parents: Mapping,
     epsilon: float,
-    mode: str = "single_pass",
+    mode: str = "calibrated",
     C: float = 1.0,
-    max_rounds: int = 50,
+    max_rounds: int = 10,
     rounds: int = 4,
     seed=None,
     progress: bool = True,
-    tol: float = 1e-6,
+    tol: float = 1e-3,
     block_rows: int | None = None,
+    n_null: int = 100_000,
+    null_draws: int = 3,
 ) -> FilterResult:
-    """Learn the CPTs of a known DAG from records of which an ``epsilon`` fraction may be corrupted.
+    """Learn the CPTs of a known DAG from records of which at most an ``epsilon`` fraction may be corrupted.
 
     Parameters
     ----------
@@ -297,33 +420,35 @@ def filter_known_topology(
     parents : mapping
         ``{node: tuple of parents}`` (the known topology).
     epsilon : float in (0, 1/2)
-        The corrupted fraction.
-    mode : {"single_pass", "iterative", "paper"}
-        ``"single_pass"`` (what the authors ran): one eigenvector, drop the ``ceil(epsilon * N)``
-        records with the largest ``|v . (F(x, q) - q)|`` (ties broken by a seeded key per record,
-        :func:`tie_keys`).
-        ``"iterative"``: ``rounds`` such passes, each recomputing q and the eigenvector on the rows
-        left and dropping ``epsilon * N / rounds`` of them (same total removed; at large epsilon
-        one direction does not capture all of the corruption, see benchmarks/RESULTS.md).
-        ``"paper"``: Algorithm 1 iterated; stop when ``|lambda| <= C * eps * log(1/eps) / alpha``
-        (alpha: smallest empirical probability of an observed parent configuration), otherwise
-        remove the records scoring above ``T + delta`` with ``delta = 3 sqrt(eps |lambda| / alpha)``
-        and the largest ``T > 0`` whose empirical tail exceeds ``7 exp(-T^2/2) + 3 eps / (T^2 ln d)``
-        (step 11), and repeat (at most ``max_rounds`` rounds).
+        The largest corrupted fraction to allow for: an upper bound on what the calibrated and paper
+        modes remove, the quota the single-pass and iterative modes remove.
+    mode : {"calibrated", "paper", "single_pass", "iterative"}
+        See the module docstring. ``"calibrated"`` (default) removes records only while the top
+        eigenvalue exceeds its clean-data range, and only as many as the excess of extreme scores
+        warrants. ``"paper"``: Algorithm 1 on whitened coordinates: stop when
+        ``|lambda| <= C eps log(1/eps)``, else remove the records scoring at least ``T + delta``,
+        ``delta = 3 sqrt(eps |lambda|)``, with the largest ``T > 0`` whose empirical tail exceeds
+        ``7 exp(-T^2/2) + 3 eps / (T^2 ln d)`` (step 11). ``"single_pass"``: one eigenvector, drop the
+        ``ceil(epsilon N)`` records with the largest scores (ties broken by :func:`tie_keys`);
+        ``"iterative"``: the same in ``rounds`` passes.
     C : float
         Constant of the paper-mode stopping rule.
     max_rounds : int
-        Paper-mode round limit.
+        Round limit of the calibrated and paper modes.
     rounds : int
         Passes of the iterative mode.
     seed : int or numpy.random.Generator, optional
-        Drives the Lanczos start vector and the tie-breaking keys.
+        Drives the Lanczos start vectors, the bootstrap draws and the tie-breaking keys.
     progress : bool
         Show a tqdm bar over the rounds.
     tol : float
-        Relative accuracy of the eigenvalue.
+        Relative accuracy of the eigenvalue (ARPACK's; the bootstrap's eigenvalues take 1e-2).
     block_rows : int, optional
         Split an in-memory array into blocks of this many rows (default: one block).
+    n_null, null_draws : int
+        Calibrated mode: size and number of the bootstrap samples from the fitted network that give
+        the clean-data range of the eigenvalue and of the scores (the eigenvalue is rescaled by
+        sqrt(n_null / N) when N is larger).
 
     Returns
     -------
@@ -335,21 +460,22 @@ def filter_known_topology(
     >>> from ppgm.sampling import sample
     >>> bn = random_bayesian_network(6, 2, seed=0)
     >>> x = sample(bn, 2000, seed=1)
-    >>> res = filter_known_topology(x, bn.domain, bn.parents, 0.05, seed=0, progress=False)
-    >>> int((~res.inlier_mask).sum())
-    100
+    >>> x[:100] = 0   # a planted cluster of 100 identical records
+    >>> res = filter_known_topology(x, bn.domain, bn.parents, 0.2, seed=0, progress=False)
+    >>> bool((~res.inlier_mask[:100]).all()), int((~res.inlier_mask[100:]).sum()) < 20
+    (True, True)
     """
-    _check_filter_arguments(epsilon, mode, rounds, C)
-    blocks = (records if isinstance(records, Blocks) else record_blocks(np.asarray(records), block_rows))
+    _check_filter_arguments(epsilon, mode, rounds, C, max_rounds)
+    blocks = records if isinstance(records, Blocks) else record_blocks(np.asarray(records), block_rows)
     layout = CPTLayout.build(domain, parents)
-    blocks = blocks.map(_prepare, domain=domain, layout=layout).persist()
-    N = blocks.reduce(_n_kept)
+    cells = _Cells.of(layout)
+    blocks = blocks.map(_prepare, domain=domain, layout=layout, cells=cells).persist()
+    N = int(blocks.reduce(_n_kept))
     if N < 2:
         raise ValueError(f"records: need at least 2 records to filter, got {N}")
     rng = as_generator(seed)
-    key_seed = int(rng.integers(1 << 62))
-    run = _Run(layout, epsilon, mode, C, N, rng, tol, key_seed)
-    n_rounds = {"single_pass": 1, "iterative": int(rounds), "paper": max_rounds}[mode]
+    run = _Run(layout, cells, float(epsilon), mode, C, N, rng, tol, int(rng.integers(1 << 62)), int(n_null), int(null_draws))
+    n_rounds = int(rounds) if mode == "iterative" else 1 if mode == "single_pass" else int(max_rounds)
     history: list = []
     for r in tqdm(range(n_rounds), desc="robust filter", disable=not progress, leave=False):
         blocks, entry = run.round(blocks, r, n_rounds)
@@ -358,30 +484,39 @@ def filter_known_topology(
             break
         if entry["kept"] < 2:
             raise ValueError("the filter removed (almost) every record; is epsilon right?")
-    probs = conditional_probabilities(blocks.reduce(_counts, layout=layout))
+    else:
+        if mode in ("calibrated", "paper"):
+            history[-1]["stopped"] = f"round limit ({n_rounds}) reached"
+    counts = run.counts(blocks)
+    probs = conditional_probabilities(counts)
     cpts = {v: p.reshape(domain.shape(layout.parents[v]) + (domain.card(v),)) for v, p in zip(domain.variables, probs)}
     model = BayesianNetwork(domain, layout.parents, cpts)
     masks = blocks.map(_keep_of)
     local = isinstance(masks, LocalBlocks)
-    return FilterResult(model, np.concatenate(masks.collect()) if local else None, history, None if local else masks)
+    removed = 1.0 - history[-1]["kept"] / N
+    estimate = history[-1].get("estimated_fraction", removed)
+    return FilterResult(model, np.concatenate(masks.collect()) if local else None, history, None if local else masks, estimate)
 
 
-def _check_filter_arguments(epsilon, mode, rounds, C) -> None:
-    if not (isinstance(epsilon, (int, float, np.floating)) and 0 < epsilon < 0.5):
+def _check_filter_arguments(epsilon, mode, rounds, C, max_rounds) -> None:
+    if not (isinstance(epsilon, (int, float, np.floating)) and not isinstance(epsilon, bool) and 0 < epsilon < 0.5):
         raise ValueError(f"epsilon: expected a corrupted fraction in (0, 1/2), got {epsilon!r}")
-    if mode not in ("single_pass", "iterative", "paper"):
-        raise ValueError(f"mode: expected 'single_pass', 'iterative' or 'paper', got {mode!r}")
+    if mode not in MODES:
+        raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
     if mode == "iterative" and (not isinstance(rounds, (int, np.integer)) or rounds < 1):
         raise ValueError(f"rounds: expected a positive integer, got {rounds!r}")
-    if C <= 0:
+    if not isinstance(max_rounds, (int, np.integer)) or max_rounds < 1:
+        raise ValueError(f"max_rounds: expected a positive integer, got {max_rounds!r}")
+    if not C > 0:
         raise ValueError(f"C: expected a positive constant, got {C}")
 
 
 @dataclass
 class _Run:
-    """The constants of one filtering run and its round."""
+    """The constants of one filtering run and its rounds."""
 
     layout: CPTLayout
+    cells: _Cells
     epsilon: float
     mode: str
     C: float
@@ -389,62 +524,154 @@ class _Run:
     rng: np.random.Generator
     tol: float
     key_seed: int
+    n_null: int
+    null_draws: int
+    estimated: float = 0.0
+
+    def counts(self, blocks: Blocks) -> list:
+        return self.cells.split(self.layout, blocks.reduce(_cell_sums, size=self.cells.size))
 
     def round(self, blocks: Blocks, r: int, n_rounds: int) -> tuple[Blocks, dict]:
-        """One round: q and the centred records, the top eigenpair, the scores, the removal."""
-        layout = self.layout
-        counts = blocks.reduce(_counts, layout=layout)
-        n = int(counts[0].sum())  # rows kept: every node's counts add up to them
-        centred = blocks.map(_centre, layout=layout, q=conditional_probabilities(counts)).persist()
-        diag = _diagonal_blocks(layout, centred.reduce(_raw), n)
-        lam, v = _top_eigenpair(lambda u: centred.reduce(_gram, u=u), layout.m, diag, n, self.rng, self.tol)
-        scored = centred.map(_score, blocks, v=v, key_seed=self.key_seed).persist()
-        entry = {"eigenvalue": lam, "kept_before": n}
+        """One round: the fit, the top eigenpair of the (whitened) second moments, the removal."""
+        counts = self.counts(blocks)
+        op = _Operator.build(self.layout, self.cells, counts, whiten=self.mode == "paper")
+        lam, h = op.top(blocks, self.rng, self.tol)
+        entry = {"eigenvalue": lam, "kept_before": int(round(op.n))}
+        scored = blocks.map(_scored, h=h).persist()
+        if self.mode == "calibrated":
+            return self._calibrated(scored, counts, op, lam, h, entry)
         if self.mode == "paper":
-            return self._paper_step(blocks, scored, counts, lam, n, entry)
+            return self._paper(scored, op, lam, entry)
         total = int(np.ceil(self.epsilon * self.N))
         n_drop = total * (r + 1) // n_rounds - total * r // n_rounds
         if n_drop:
-            t, kt = _top(scored, n_drop)
-            blocks = blocks.map(_drop_top, scored, t=t, kt=kt).persist()
+            t, kt = _top_records(scored, n_drop, self.key_seed)
+            blocks = scored.map(_drop_top, t=t, kt=kt, key_seed=self.key_seed).persist()
         entry["threshold"] = t if n_drop else float("inf")
-        kept = blocks.reduce(_n_kept)
-        entry.update(removed=n - kept, kept=kept)
-        return blocks, entry
+        return blocks, self._removed(blocks, entry)
 
-    def _paper_step(self, blocks, scored, counts, lam, n, entry) -> tuple[Blocks, dict]:
-        """Algorithm 1's stopping rule and threshold (step 11) on the scores of every kept record."""
+    def _removed(self, blocks: Blocks, entry: dict) -> dict:
+        kept = int(round(blocks.reduce(_n_kept)))
+        entry.update(removed=entry["kept_before"] - kept, kept=kept)
+        return entry
+
+    def _calibrated(self, blocks, counts, op, lam, h, entry) -> tuple[Blocks, dict]:
+        """Stop when the eigenvalue is within the clean-data range; otherwise cut where the scores'
+        excess over clean data's is largest."""
+        null = _Null.draw(self.layout, self.cells, counts, op, h, self.n_null, self.null_draws, self.rng, self.tol)
+        threshold = null.eigenvalue_bound(op.n)
+        entry.update(null_threshold=threshold, estimated_fraction=self.estimated)
+        if abs(lam) <= threshold:
+            return blocks, dict(entry, threshold=float("inf"), removed=0, kept=entry["kept_before"],
+                                stopped="eigenvalue within the clean-data range")
+        edges = null.edges()
+        data_tail = blocks.reduce(_tail_counts, edges=edges)
+        expected = null.tail(edges) * op.n
+        excess = data_tail - expected
+        # the cut with the largest excess among those where most of what is removed is in excess
+        # (a data bulk a little wider than the fitted network's gives no cut)
+        mostly_excess = expected <= 0.5 * data_tail
+        i = int(np.argmax(np.where(mostly_excess, excess, -np.inf)))
+        if not mostly_excess[i] or excess[i] <= max(4.0 * math.sqrt(expected[i] + 1.0), MIN_EXCESS * self.N):
+            return blocks, dict(entry, threshold=float("inf"), removed=0, kept=entry["kept_before"], stopped="no excess of extreme scores")
+        budget = int(np.floor(self.epsilon * self.N)) - (self.N - int(round(op.n)))  # what may still be removed
+        if budget < 1:
+            return blocks, dict(entry, threshold=float("inf"), removed=0, kept=entry["kept_before"], stopped="epsilon budget spent")
+        if data_tail[i] <= budget:
+            cut, k = float(edges[i]), int(data_tail[i])
+            blocks = blocks.map(_drop_above, cut=cut).persist()
+        else:  # that cut removes more than epsilon allows: most of the budget in the highest scores, then look again
+            k = max(1, int(BUDGET_STEP * budget)) if budget > MIN_EXCESS * self.N else budget
+            cut, kt = _top_records(blocks, k, self.key_seed)
+            blocks = blocks.map(_drop_top, t=cut, kt=kt, key_seed=self.key_seed).persist()
+        self.estimated += float(min(excess[i], k)) / self.N
+        entry.update(threshold=cut, estimated_fraction=self.estimated)
+        return blocks, self._removed(blocks, entry)
+
+    def _paper(self, blocks, op, lam, entry) -> tuple[Blocks, dict]:
+        """Algorithm 1 on whitened coordinates: stopping bound, delta and the step-11 threshold."""
         eps = self.epsilon
-        cfg_total = np.concatenate([c.sum(axis=1) for c in counts])
-        alpha = float(cfg_total[cfg_total > 0].min()) / n
-        bound = self.C * eps * np.log(1 / eps) / alpha
+        bound = self.C * eps * np.log(1 / eps)
+        entry["null_threshold"] = float(bound)
         if abs(lam) <= bound:
-            entry.update(threshold=float(bound), removed=0, kept=int(n), stopped="eigenvalue below bound")
-            return blocks, entry
-        delta = 3.0 * np.sqrt(eps * abs(lam) / alpha)
-        cut = _paper_threshold(np.concatenate(scored.map(_scores_of).collect()), delta, eps, len(self.layout.domain))
-        if cut is None:
-            entry.update(threshold=float("nan"), removed=0, kept=int(n), stopped="no threshold T satisfies step 11")
-            return blocks, entry
-        blocks = blocks.map(_drop_from, scored, cut=cut).persist()
-        kept = blocks.reduce(_n_kept)
-        entry.update(threshold=cut, removed=n - kept, kept=kept)
-        return blocks, entry
+            return blocks, dict(entry, threshold=float(bound), removed=0, kept=entry["kept_before"], stopped="eigenvalue below bound")
+        delta = 3.0 * np.sqrt(eps * abs(lam))
+        edges = np.unique(np.concatenate(blocks.map(_scores_of).collect()))
+        tail = blocks.reduce(_tail_counts, edges=edges) / op.n
+        cut = _paper_threshold(edges, tail, delta, eps, len(self.layout.domain))
+        if cut is None or self.N - op.n + tail[np.searchsorted(edges, cut)] * op.n > eps * self.N + 0.5:
+            reason = "no threshold T satisfies step 11" if cut is None else "epsilon budget spent"
+            return blocks, dict(entry, threshold=float("nan"), removed=0, kept=entry["kept_before"], stopped=reason)
+        blocks = blocks.map(_drop_above, cut=cut).persist()
+        entry["threshold"] = cut
+        return blocks, self._removed(blocks, entry)
 
 
-def _paper_threshold(scores: np.ndarray, delta: float, epsilon: float, d: int) -> float | None:
-    """Largest cut c = T + delta (T > 0) with Pr[score >= c] > 7 exp(-T^2 / 2) + 3 eps / (T^2 ln d), or None.
+def _scores_of(b: _Block) -> np.ndarray:
+    return b.s[b.w > 0]
 
-    Candidate cuts are the scores themselves: just below a score s the tail Pr[score > T + delta]
-    counts every score >= s, so the records removed are those scoring >= the returned cut.
-    """
-    s = np.sort(scores)[::-1]
-    T = s - delta
-    tail = np.searchsorted(-s, -s, side="right") / s.size  # fraction of scores >= s[j]
+
+@dataclass
+class _Null:
+    """Clean data from the fitted network: the top eigenvalues of bootstrap samples (each with its
+    own fit, as the filter fits the data) and their records' scores along the data's direction."""
+
+    eigenvalues: np.ndarray
+    scores: np.ndarray
+    weights: np.ndarray
+    n: float
+
+    @classmethod
+    def draw(cls, layout, cells, counts, op: _Operator, h, n_null: int, draws: int, rng, tol) -> "_Null":
+        from .sampling import sample_bayes
+
+        probs = conditional_probabilities(counts)
+        dom = layout.domain
+        fitted = BayesianNetwork(dom, layout.parents, {v: p.reshape(dom.shape(layout.parents[v]) + (dom.card(v),))
+                                                       for v, p in zip(dom.variables, probs)})
+        n = int(min(n_null, round(op.n)))
+        lams, scores, weights = [], [], []
+        for _ in range(draws):
+            boot = LocalBlocks([_prepare(RecordBlock(0, sample_bayes(fitted, n, rng)), dom, layout, cells)])
+            boot_counts = cells.split(layout, boot.reduce(_cell_sums, size=cells.size))
+            lam, _ = _Operator.build(layout, cells, boot_counts, whiten=False).top(boot, rng, max(tol, 1e-2))
+            lams.append(abs(lam))
+            b = boot.items[0]
+            scores.append(np.abs(_project(b, h)))
+            weights.append(b.w)
+        return cls(np.array(lams), np.concatenate(scores), np.concatenate(weights), float(n * draws))
+
+    def eigenvalue_bound(self, n: float) -> float:
+        """The largest eigenvalue clean data of size n shows: the bootstrap's largest, rescaled from
+        the bootstrap's size (sampling noise shrinks as 1 / sqrt(n)), with a 10% margin."""
+        per_draw = self.n / len(self.eigenvalues)
+        return float(self.eigenvalues.max() * math.sqrt(per_draw / n) * 1.1)
+
+    def edges(self) -> np.ndarray:
+        """Candidate cuts: the distinct null scores (at most 4096 of their quantiles)."""
+        s = np.unique(self.scores)
+        if s.size > 4096:
+            s = np.unique(np.quantile(self.scores, np.linspace(0, 1, 4096)))
+        return np.append(s, np.nextafter(s[-1], np.inf)) if s.size else np.array([np.inf])
+
+    def tail(self, edges: np.ndarray) -> np.ndarray:
+        """Fraction of clean records with score >= each edge."""
+        order = np.argsort(self.scores)
+        s, w = self.scores[order], self.weights[order]
+        above = np.cumsum(w[::-1])[::-1]
+        pos = np.searchsorted(s, edges, side="left")
+        return np.where(pos < s.size, above[np.minimum(pos, s.size - 1)], 0.0) / self.n
+
+
+def _paper_threshold(edges: np.ndarray, tail: np.ndarray, delta: float, epsilon: float, d: int) -> float | None:
+    """The cut c = T + delta for the smallest T > 0, among the score values ``edges`` (ascending) with
+    tail fractions ``tail`` (of scores >= each edge), such that the tail exceeds
+    7 exp(-T^2 / 2) + 3 eps / (T^2 ln d) (Algorithm 1, step 11: any such T removes more corrupted
+    records than clean ones; the smallest removes the most per round). None if there is none."""
+    T = edges - delta
     ok = T > 0
     if not ok.any():
         return None
-    T, tail, cut = T[ok], tail[ok], s[ok]
-    bound = 7 * np.exp(-(T**2) / 2) + 3 * epsilon / (T**2 * np.log(max(d, 2)))
-    good = np.flatnonzero(tail > bound)
-    return float(cut[good[0]]) if good.size else None
+    bound = 7 * np.exp(-(T[ok] ** 2) / 2) + 3 * epsilon / (T[ok] ** 2 * np.log(max(d, 2)))
+    good = np.flatnonzero(tail[ok] > bound)
+    return float(edges[ok][good[0]]) if good.size else None

@@ -7,7 +7,9 @@ from ppgm import BayesianNetwork, Domain, sample, total_variation
 from ppgm.binary_encoding import binary_encoding
 from ppgm.cpts import CPTLayout, conditional_probabilities, empirical_cpts
 from ppgm.random_models import random_bayesian_network
-from ppgm.robust_filter import _centred_matrix, _diagonal_blocks, _diagonal_sums, _top_eigenpair, filter_known_topology
+import ppgm.robust_filter as rf
+from ppgm.executor import LocalBlocks, RecordBlock
+from ppgm.robust_filter import filter_known_topology
 
 
 def _balanced_bn(n_vars=6, k=2, seed=0):
@@ -28,13 +30,8 @@ def _corrupt(bn, n, eps, bad_rows, seed):
     return x[perm], is_bad
 
 
-def test_dense_reference_for_the_second_moment_matrix():
-    """The implicit mat-vecs equal Definition 6 written out densely, with (node, config) blocks zeroed."""
-    d = Domain(("A", "B", "C"), (3, 2, 3))
-    parents = {"B": ("A",), "C": ("A", "B")}
-    rng = np.random.default_rng(0)
-    x = np.stack([rng.integers(0, k, 400) for k in d.cards], axis=1)
-    layout = CPTLayout.build(d, parents)
+def _dense(x, d, layout):
+    """Definition 6 written out densely: Z (records x coordinates) and the (node, config) block ids."""
     configs = layout.configs(x)
     q = conditional_probabilities(layout.counts(x, configs))
     qflat = np.concatenate([qi[:, :-1].ravel() for qi in q])
@@ -45,24 +42,89 @@ def test_dense_reference_for_the_second_moment_matrix():
         for r in range(len(x)):
             start = base + configs[r, j] * (k - 1)
             F[r, start : start + k - 1] = (x[r, j] == np.arange(k - 1)).astype(float)
-    Zd = F - qflat
-    M = Zd.T @ Zd / len(x)
-    M[block[:, None] == block[None, :]] = 0.0
-    Z, parts = _centred_matrix(x, configs, layout, q, np.arange(len(x)))
-    np.testing.assert_allclose(Z.toarray(), Zd, atol=1e-12)
-    Z_all, _ = _centred_matrix(x, configs, layout, q, None)
-    np.testing.assert_allclose(Z_all.toarray(), Zd, atol=1e-12)
-    lam, v = _top_eigenpair(lambda u: Z.T @ (Z @ u), Z.shape[1], _diagonal_blocks(layout, _diagonal_sums(parts, layout), len(x)), len(x), np.random.default_rng(1), 1e-10)
-    w = np.linalg.eigvalsh(M)
-    assert lam == pytest.approx(w[np.argmax(np.abs(w))], rel=1e-7)
-    np.testing.assert_allclose(np.abs(Zd @ v), np.abs(Z @ v), atol=1e-12)
+    return F - qflat, block
+
+
+def test_dense_reference_for_the_second_moment_matrix():
+    """The mat-vecs over distinct rows equal Definition 6 written out densely (every record a row),
+    with the (node, config) blocks zeroed; the blocks zeroed are the closed form from the counts; the
+    whitened operator is W M W with W the blocks' inverse square roots."""
+    d = Domain(("A", "B", "C"), (3, 2, 3))
+    parents = {"B": ("A",), "C": ("A", "B")}
+    rng = np.random.default_rng(0)
+    x = np.stack([rng.integers(0, k, 400) for k in d.cards], axis=1)
+    layout = CPTLayout.build(d, parents)
+    Zd, block = _dense(x, d, layout)
+    G = Zd.T @ Zd / len(x)
+    same = block[:, None] == block[None, :]
+    M = np.where(same, 0.0, G)
+    cells = rf._Cells.of(layout)
+    blocks = LocalBlocks([rf._prepare(RecordBlock(0, x), d, layout, cells)])
+    assert blocks.items[0].w.sum() == 400 and blocks.items[0].w.size < 400  # repeated rows are counted once, weighted
+    counts = cells.split(layout, blocks.reduce(rf._cell_sums, size=cells.size))
+    for j, c in enumerate(layout.counts(x, layout.configs(x))):
+        np.testing.assert_array_equal(counts[j], c)
+    op = rf._Operator.build(layout, cells, counts, whiten=False)
+    Sigma = np.column_stack([op._apply(op.sigma, e) for e in np.eye(layout.m)])
+    np.testing.assert_allclose(Sigma, np.where(same, G, 0.0), atol=1e-12)
+    U = np.column_stack([op.matvec(blocks, e) for e in np.eye(layout.m)])
+    np.testing.assert_allclose(U, M, atol=1e-12)
+    lam, h = op.top(blocks, np.random.default_rng(1), 1e-10)
+    w, V = np.linalg.eigh(M)
+    i = np.argmax(np.abs(w))
+    assert lam == pytest.approx(w[i], rel=1e-7)
+    scored = blocks.map(rf._scored, h=op.cells_of(V[:, i])).items[0]
+    np.testing.assert_allclose(scored.s[blocks.items[0].inv], np.abs(Zd @ V[:, i]), atol=1e-9)
+    white = rf._Operator.build(layout, cells, counts, whiten=True)
+    W = np.column_stack([white.whiten(e) for e in np.eye(layout.m)])
+    Uw = np.column_stack([white.matvec(blocks, e) for e in np.eye(layout.m)])
+    np.testing.assert_allclose(Uw, W @ M @ W, atol=1e-9)
+    P = W @ np.where(same, G, 0.0) @ W  # the whitened diagonal blocks are projections
+    np.testing.assert_allclose(P @ P, P, atol=1e-9)
+
+
+def test_calibrated_mode_leaves_clean_data_exactly_as_the_mle():
+    for seed in range(3):
+        bn = random_bayesian_network(8, 3, max_parents=2, seed=seed)
+        x = sample(bn, 20_000, seed=seed + 10)
+        res = filter_known_topology(x, bn.domain, bn.parents, 0.1, seed=seed, progress=False)
+        assert res.inlier_mask.all() and res.estimated_fraction == 0.0
+        # either the eigenvalue is within the clean-data range, or no score stands out
+        assert res.history[-1]["stopped"] in ("eigenvalue within the clean-data range", "no excess of extreme scores")
+        mle = empirical_cpts(x, bn.domain, bn.parents)
+        for v in bn.domain.variables:
+            np.testing.assert_array_equal(res.model.cpts[v], mle.cpts[v])
+
+
+def test_calibrated_mode_removes_what_is_there_and_epsilon_only_bounds_it():
+    bn = random_bayesian_network(8, 2, max_parents=2, seed=3)
+    ones = lambda n, rng: np.ones((n, 8), dtype=int)  # noqa: E731  a planted cluster
+    x, is_bad = _corrupt(bn, 40_000, 0.02, ones, seed=4)  # 2% corrupted, told up to 20%
+    res = filter_known_topology(x, bn.domain, bn.parents, 0.2, seed=0, progress=False)
+    removed = ~res.inlier_mask
+    assert removed[is_bad].all()
+    assert removed[~is_bad].mean() < 0.01  # not the 18% a quota would take
+    assert res.estimated_fraction == pytest.approx(0.02, abs=0.005)
+    assert res.history[0]["eigenvalue"] > res.history[0]["null_threshold"]
+    assert total_variation(bn, res.model) <= total_variation(bn, empirical_cpts(x[~is_bad], bn.domain, bn.parents)) + 0.005
+    tight = filter_known_topology(x, bn.domain, bn.parents, 0.01, seed=0, progress=False)  # told less than there is
+    assert (~tight.inlier_mask).sum() <= int(np.floor(0.01 * len(x)))
+    assert tight.history[-1]["stopped"] in ("epsilon budget spent", "eigenvalue within the clean-data range", "no excess of extreme scores")
+
+
+def test_blocks_of_records_give_the_same_calibrated_filter():
+    bn = random_bayesian_network(7, 3, max_parents=2, seed=5)
+    x, _ = _corrupt(bn, 30_000, 0.1, lambda n, rng: np.full((n, 7), 2), seed=6)
+    one = filter_known_topology(x, bn.domain, bn.parents, 0.2, seed=1, progress=False)
+    many = filter_known_topology(x, bn.domain, bn.parents, 0.2, seed=1, progress=False, block_rows=7000)
+    np.testing.assert_array_equal(one.inlier_mask, many.inlier_mask)
 
 
 def test_filter_recovers_clean_quality_with_exact_tv():
     bn = random_bayesian_network(8, 2, max_parents=2, seed=3)
     ones = lambda n, rng: np.ones((n, 8), dtype=int)  # noqa: E731  a planted cluster
     x, is_bad = _corrupt(bn, 40_000, 0.1, ones, seed=4)
-    res = filter_known_topology(x, bn.domain, bn.parents, 0.1, seed=0, progress=False)
+    res = filter_known_topology(x, bn.domain, bn.parents, 0.1, mode="single_pass", seed=0, progress=False)
     tv_filter = total_variation(bn, res.model)  # exact: 256 configurations
     tv_clean = total_variation(bn, empirical_cpts(x[~is_bad], bn.domain, bn.parents))
     tv_mle = total_variation(bn, empirical_cpts(x, bn.domain, bn.parents))
@@ -92,15 +154,20 @@ def test_paper_threshold_rule_on_known_scores():
     from ppgm.robust_filter import _paper_threshold
 
     rng = np.random.default_rng(0)
-    s = np.abs(np.r_[rng.normal(0, 0.5, 9000), np.full(1000, 8.0)])
-    assert _paper_threshold(s, 1.0, 0.1, 40) == 8.0  # cuts exactly the planted scores
-    assert _paper_threshold(np.abs(rng.normal(0, 0.5, 10_000)), 1.0, 0.1, 40) is None
+
+    def rule(s):
+        edges = np.unique(s)
+        tail = (s.size - np.searchsorted(np.sort(s), edges, side="left")) / s.size
+        return _paper_threshold(edges, tail, 1.0, 0.1, 40)
+
+    assert rule(np.abs(np.r_[rng.normal(0, 0.5, 9000), np.full(1000, 8.0)])) == 8.0  # cuts exactly the planted scores
+    assert rule(np.abs(rng.normal(0, 0.5, 10_000))) is None
 
 
 def test_native_categorical_filter_removes_outliers():
     bn = _balanced_bn(5, 3, seed=5)
     x, is_bad = _corrupt(bn, 30_000, 0.15, lambda n, rng: np.full((n, 5), 2), seed=6)
-    res = filter_known_topology(x, bn.domain, bn.parents, 0.15, seed=0, progress=False)
+    res = filter_known_topology(x, bn.domain, bn.parents, 0.15, mode="single_pass", seed=0, progress=False)
     assert (~res.inlier_mask)[is_bad].mean() > 0.95
     tv_clean = total_variation(bn, empirical_cpts(x[~is_bad], bn.domain, bn.parents))
     assert total_variation(bn, res.model) <= tv_clean + 0.01
@@ -111,10 +178,10 @@ def test_binary_and_native_paths_agree_on_a_binary_network():
     enc = binary_encoding(bn.domain, bn.parents)
     assert enc.domain.variables == bn.domain.variables and dict(enc.parents) == dict(bn.parents)
     x, _ = _corrupt(bn, 5000, 0.1, lambda n, rng: rng.integers(0, 2, (n, 6)), seed=8)
-    a = filter_known_topology(x, bn.domain, bn.parents, 0.1, seed=np.random.default_rng(9), progress=False)
+    a = filter_known_topology(x, bn.domain, bn.parents, 0.1, mode="single_pass", seed=np.random.default_rng(9), progress=False)
     xb = enc.encode_records(x, seed=0)
     np.testing.assert_array_equal(xb, x)
-    b = filter_known_topology(xb, enc.domain, enc.parents, 0.1, seed=np.random.default_rng(9), progress=False)
+    b = filter_known_topology(xb, enc.domain, enc.parents, 0.1, mode="single_pass", seed=np.random.default_rng(9), progress=False)
     np.testing.assert_array_equal(a.inlier_mask, b.inlier_mask)
 
 
@@ -174,7 +241,7 @@ def test_iterative_mode_catches_what_one_direction_misses():
                                            for i, v in enumerate(noise.domain.variables)},
                             {truth.domain.variables[i]: noise.cpts[v] for i, v in enumerate(noise.domain.variables)})
     x, is_bad = _corrupt(truth, 40_000, 0.35, lambda n, r: sample(noise, n, seed=r), seed=1)
-    one = filter_known_topology(x, truth.domain, truth.parents, 0.35, seed=0, progress=False)
+    one = filter_known_topology(x, truth.domain, truth.parents, 0.35, mode="single_pass", seed=0, progress=False)
     many = filter_known_topology(x, truth.domain, truth.parents, 0.35, mode="iterative", seed=0, progress=False)
     assert (~many.inlier_mask).sum() == (~one.inlier_mask).sum() == 14_000
     assert [h["removed"] for h in many.history] == [3500] * 4
