@@ -122,7 +122,7 @@ def main() -> None:
     plot(rows_a, rows_c, N_c, eps_c)
     lines = ["## CGM paper, Figure 1 (`benchmarks/bench_cgm_figures.py`)", "",
              f"Machine: {machine()}; {time.perf_counter() - t0:.0f} s. Third-order chain, 10 variables x 10 states, "
-             f"Laplace release of the 24 edge tables; mean over {len(SEEDS)} populations (each with its own noise draw). "
+             f"discrete Laplace release (seeded) of the 24 edge tables; mean over {len(SEEDS)} populations (each with its own noise draw). "
              "Plot: `benchmarks/img/cgm_fig1.png`.", "",
              "(a) MSE of the learned edge marginals. The expected error of the raw y / N is "
              "mean mu(1 - mu) / N (sampling, slope -1) + 2 b^2 / N^2 (Laplace, b = 24 / eps, slope -2). "

@@ -51,6 +51,7 @@ from .rng import as_generator
 
 MODES = ("calibrated", "paper", "single_pass", "iterative")
 MIN_EXCESS = 1e-3  # calibrated mode: an excess of extreme scores below this fraction of N is not worth a round
+PRECISION = 0.9  # calibrated mode: share of the records beyond a cut that must be in excess of clean data
 BUDGET_STEP = 0.9  # calibrated mode: share of the remaining budget a round may spend when the excess reaches past it
 
 
@@ -568,20 +569,30 @@ class _Run:
         data_tail = blocks.reduce(_tail_counts, edges=edges)
         expected = null.tail(edges) * op.n
         excess = data_tail - expected
-        # the cut with the largest excess among those where most of what is removed is in excess
-        # (a data bulk a little wider than the fitted network's gives no cut)
-        mostly_excess = expected <= 0.5 * data_tail
-        i = int(np.argmax(np.where(mostly_excess, excess, -np.inf)))
-        if not mostly_excess[i] or excess[i] <= max(4.0 * math.sqrt(expected[i] + 1.0), MIN_EXCESS * self.N):
+        # the cut with the largest excess among the clear ones, where at least nine in ten records
+        # beyond it are in excess of clean data (a data bulk a little wider than the fitted network's,
+        # as while corruption bends the fit, gives no clear cut in the bulk)
+        clear = expected <= (1.0 - PRECISION) * data_tail
+        i = int(np.argmax(np.where(clear, excess, -np.inf)))
+        if not clear[i] or excess[i] <= max(4.0 * math.sqrt(expected[i] + 1.0), MIN_EXCESS * self.N):
             return blocks, dict(entry, threshold=float("inf"), removed=0, kept=entry["kept_before"], stopped="no excess of extreme scores")
         budget = int(np.floor(self.epsilon * self.N)) - (self.N - int(round(op.n)))  # what may still be removed
         if budget < 1:
             return blocks, dict(entry, threshold=float("inf"), removed=0, kept=entry["kept_before"], stopped="epsilon budget spent")
-        if data_tail[i] <= budget:
+        if data_tail[i] <= budget:  # cut there
             cut, k = float(edges[i]), int(data_tail[i])
             blocks = blocks.map(_drop_above, cut=cut).persist()
-        else:  # that cut removes more than epsilon allows: most of the budget in the highest scores, then look again
-            k = max(1, int(BUDGET_STEP * budget)) if budget > MIN_EXCESS * self.N else budget
+        else:
+            # more than epsilon allows. Just past it: the budget's worth of the highest scores. Far past
+            # it, the fitted network may be bent enough by corruption that clean data look extreme too:
+            # take no more than the records beyond anything the bootstrap's clean data show, and no more
+            # than most of the budget, then look again with a refitted network
+            beyond = float(data_tail[int(np.searchsorted(-expected, -1.0, side="left"))]) if (expected < 1.0).any() else 0.0
+            step = max(1, int(BUDGET_STEP * budget)) if budget > MIN_EXCESS * self.N else budget
+            k = budget if data_tail[i] <= 1.05 * budget + 10 else min(step, int(beyond))
+            if k <= max(4.0, MIN_EXCESS * self.N):
+                return blocks, dict(entry, threshold=float("inf"), removed=0, kept=entry["kept_before"],
+                                    stopped="no excess of extreme scores beyond clean data's range")
             cut, kt = _top_records(blocks, k, self.key_seed)
             blocks = blocks.map(_drop_top, t=cut, kt=kt, key_seed=self.key_seed).persist()
         self.estimated += float(min(excess[i], k)) / self.N

@@ -109,7 +109,7 @@ def test_calibrated_mode_removes_what_is_there_and_epsilon_only_bounds_it():
     assert total_variation(bn, res.model) <= total_variation(bn, empirical_cpts(x[~is_bad], bn.domain, bn.parents)) + 0.005
     tight = filter_known_topology(x, bn.domain, bn.parents, 0.01, seed=0, progress=False)  # told less than there is
     assert (~tight.inlier_mask).sum() <= int(np.floor(0.01 * len(x)))
-    assert tight.history[-1]["stopped"] in ("epsilon budget spent", "eigenvalue within the clean-data range", "no excess of extreme scores")
+    assert tight.history[-1]["stopped"].startswith(("epsilon budget spent", "eigenvalue within the clean-data range", "no excess"))
 
 
 def test_blocks_of_records_give_the_same_calibrated_filter():
