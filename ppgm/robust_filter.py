@@ -52,6 +52,7 @@ from .rng import as_generator
 MODES = ("calibrated", "paper", "single_pass", "iterative")
 MIN_EXCESS = 1e-3  # calibrated mode: an excess of extreme scores below this fraction of N is not worth a round
 PRECISION = 0.9  # calibrated mode: share of the records beyond a cut that must be in excess of clean data
+FAR = 10.0  # calibrated mode: an eigenvalue this many times its clean-data range is corruption for sure
 BUDGET_STEP = 0.9  # calibrated mode: share of the remaining budget a round may spend when the excess reaches past it
 
 
@@ -337,6 +338,11 @@ def _tail_counts(b: _Block, edges: np.ndarray) -> np.ndarray:
     return np.cumsum(hist[::-1])[::-1][1:]
 
 
+def _cell_sums_below(b: _Block, size: int, t: float) -> np.ndarray:
+    """Per cell, the kept records scoring below t."""
+    return _cell_sums(b, size, b.w * (b.s < t))
+
+
 def _at_least(b: _Block, t: float) -> float:
     return float(b.w[b.s >= t].sum())
 
@@ -565,16 +571,18 @@ class _Run:
         if abs(lam) <= threshold:
             return blocks, dict(entry, threshold=float("inf"), removed=0, kept=entry["kept_before"],
                                 stopped="eigenvalue within the clean-data range")
-        edges = null.edges()
-        data_tail = blocks.reduce(_tail_counts, edges=edges)
-        expected = null.tail(edges) * op.n
-        excess = data_tail - expected
-        # the cut with the largest excess among the clear ones, where at least nine in ten records
-        # beyond it are in excess of clean data (a data bulk a little wider than the fitted network's,
-        # as while corruption bends the fit, gives no clear cut in the bulk)
-        clear = expected <= (1.0 - PRECISION) * data_tail
-        i = int(np.argmax(np.where(clear, excess, -np.inf)))
-        if not clear[i] or excess[i] <= max(4.0 * math.sqrt(expected[i] + 1.0), MIN_EXCESS * self.N):
+        edges, data_tail, expected, excess, i = self._cut(blocks, null, op.n)
+        if not self._significant(data_tail, expected, excess, i) and abs(lam) > FAR * threshold:
+            # far beyond clean data's range yet no clear cut: the corruption bends the fitted network so
+            # much that its bootstrap makes the corrupted records look ordinary (a large point mass).
+            # Refit the null without the epsilon N highest scores and look again.
+            k = min(int(np.ceil(self.epsilon * self.N)), int(round(op.n)) - 2)
+            t, _ = _top_records(blocks, k, self.key_seed)
+            trimmed = self.cells.split(self.layout, blocks.reduce(_cell_sums_below, size=self.cells.size, t=t))
+            null = _Null.draw(self.layout, self.cells, trimmed, op, h, self.n_null, self.null_draws, self.rng, self.tol)
+            edges, data_tail, expected, excess, i = self._cut(blocks, null, op.n)
+            entry["null_refit_without_top"] = k
+        if not self._significant(data_tail, expected, excess, i):
             return blocks, dict(entry, threshold=float("inf"), removed=0, kept=entry["kept_before"], stopped="no excess of extreme scores")
         budget = int(np.floor(self.epsilon * self.N)) - (self.N - int(round(op.n)))  # what may still be removed
         if budget < 1:
@@ -598,6 +606,23 @@ class _Run:
         self.estimated += float(min(excess[i], k)) / self.N
         entry.update(threshold=cut, estimated_fraction=self.estimated)
         return blocks, self._removed(blocks, entry)
+
+    @staticmethod
+    def _cut(blocks: Blocks, null: "_Null", n: float):
+        """Tails of the data's and the null's scores at the candidate cuts, and the cut with the largest
+        excess among the clear ones, where at least PRECISION of the records beyond it are in excess of
+        clean data (a data bulk a little wider than the fitted network's, as while corruption bends the
+        fit, gives no clear cut in the bulk)."""
+        edges = null.edges()
+        data_tail = blocks.reduce(_tail_counts, edges=edges)
+        expected = null.tail(edges) * n
+        excess = data_tail - expected
+        clear = expected <= (1.0 - PRECISION) * data_tail
+        i = int(np.argmax(np.where(clear, excess, -np.inf))) if clear.any() else -1
+        return edges, data_tail, expected, excess, i
+
+    def _significant(self, data_tail, expected, excess, i) -> bool:
+        return i >= 0 and excess[i] > max(4.0 * math.sqrt(expected[i] + 1.0), MIN_EXCESS * self.N)
 
     def _paper(self, blocks, op, lam, entry) -> tuple[Blocks, dict]:
         """Algorithm 1 on whitened coordinates: stopping bound, delta and the step-11 threshold."""
