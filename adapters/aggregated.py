@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import json
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
@@ -22,11 +22,10 @@ from pgmpy.models import DiscreteMarkovNetwork
 from ppgm.aggregates import aggregate_blocks, noisy_aggregates, table_scopes, treat_as_exact
 from ppgm.domain import Domain
 from ppgm.executor import InProcess
-from ppgm.factor import Factor
 from ppgm.measurement import Measurement
-from ppgm.mechanisms import GaussianMechanism, LaplaceMechanism, noise_generator
+from ppgm.mechanisms import noise_generator, noisy_count, release_parts
 from ppgm.private_quantiles import private_quantiles
-from ppgm.maxent import MaxEntLayout, MaxEntModel, PCDState, fit_maxent
+from ppgm.maxent import fit_maxent
 from ppgm.metrics import nllh
 
 from .dask_backend import dask_executor, frame_blocks, is_dask
@@ -309,6 +308,7 @@ def aggregate(
     >>> agg = aggregate(df, label="y", bins=2)
     >>> agg.tables[0].values.tolist(), agg.tables[0].label_sums.tolist()
     ([2.0, 2.0], [0.0, 2.0])
+    >>> from ppgm.mechanisms import LaplaceMechanism
     >>> noisy = aggregate(df, label="y", bins=2, mechanism=LaplaceMechanism(1.0),
     ...                   bounds={"age": (18, 70)}, categories={"job": ["a", "b", "c"]})
     >>> noisy.private, noisy.n, noisy.domain.cards
@@ -488,20 +488,11 @@ def _with_tables(agg: "Aggregates", exact: list, mechanism, rng, accountant, pub
         agg.tables = exact if publish else [Measurement(t.variables, t.values, label_sums=t.label_sums, buckets=t.buckets) for t in exact]
         agg.n = n if publish else None
         return agg
-    n_mech = publish_n if isinstance(publish_n, (LaplaceMechanism, GaussianMechanism)) else None
-    if n_mech is None and publish_n not in (None, False, True, "public"):
-        raise ValueError(f"publish_n: expected False, 'public' (or True) or a mechanism to noise N with, got {publish_n!r}")
-    parts = [quantile_part] if quantile_part else []
-    parts.append({"what": "aggregates", **mechanism.cost})
-    if n_mech is not None:
-        parts.append({"what": "N", **n_mech.cost})
-    elif publish_n:
-        parts.append({"what": "N", "public": True})
+    parts, n_mech = release_parts(mechanism, "aggregates", publish_n, before=[quantile_part] if quantile_part else [])
     if accountant is not None:
         accountant.charge(parts)
     if n_mech is not None:
-        noisy = n_mech.measure([Factor(("N",), np.array([int(round(n))], dtype=np.int64))], rng)[0]
-        n = max(float(noisy.values[0]), 1.0)
+        n = noisy_count(n_mech, n, rng)
     agg.n = n if publish_n else None
     agg.tables = noisy_aggregates(exact, mechanism, rng, n=agg.n)
     agg.spent, agg.private = tuple(parts), rng is None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
@@ -17,7 +17,7 @@ from ppgm.domain import Domain
 from ppgm.measurement import Measurement
 from ppgm.contributions import keep_at_most, reweight_by_individual
 from ppgm.factor import Factor
-from ppgm.mechanisms import GaussianMechanism, LaplaceMechanism, PrivacyAccountant, noise_generator
+from ppgm.mechanisms import GaussianMechanism, LaplaceMechanism, PrivacyAccountant, noise_generator, noisy_count, release_parts
 from ppgm.rng import as_generator
 from ppgm.tables import contingency_tables as _engine_tables
 
@@ -221,12 +221,7 @@ def release_tables(
     counted = bounded_tables(data, cliques_or_model, state_names=state_names, individuals=individuals,
                              max_contributions=max_contributions, reweight=reweight, weights=weights,
                              on_unknown=on_unknown, seed=rng)
-    parts = [{"what": "tables", **mechanism.cost}]
-    n_mech = _n_mechanism(publish_n)
-    if n_mech is not None:
-        parts.append({"what": "N", **n_mech.cost})
-    elif publish_n:
-        parts.append({"what": "N", "public": True})
+    parts, n_mech = release_parts(mechanism, "tables", publish_n)
     if accountant is not None:
         accountant.charge(parts)
     n = _published_n(counted, publish_n, n_mech, rng)
@@ -353,23 +348,14 @@ def _bounded_records(data, dom, codes, individuals, max_contributions, reweight,
     return keep, w, float(max_contributions)
 
 
-def _n_mechanism(publish_n):
-    if isinstance(publish_n, (LaplaceMechanism, GaussianMechanism)):
-        return publish_n
-    if publish_n not in (False, True, "public", None):
-        raise ValueError(f"publish_n: expected False, 'public' (or True) or a mechanism to noise N with, got {publish_n!r}")
-    return None
-
-
 def _published_n(counted: BoundedTables, publish_n, n_mech, rng) -> float | None:
     """N as published: exact when declared public, noised (and at least 1) with a mechanism."""
     if not publish_n:
         return None
     if n_mech is None:
         return counted.total if counted.total > 0 else None
-    count = np.array([counted.total]) if counted.weighted else np.array([counted.n_records], dtype=np.int64)
-    noisy = n_mech.measure([Factor(("N",), count)], rng, contribution=counted.contribution)[0]
-    return max(float(noisy.values[0]), 1.0)
+    count = counted.total if counted.weighted else counted.n_records
+    return noisy_count(n_mech, count, rng, counted.contribution, integer=not counted.weighted)
 
 
 class _NoisyTableEstimator:

@@ -19,7 +19,6 @@ from .executor import Blocks, InProcess
 from .measurement import Measurement
 from .mechanisms import PrivacyAccountant
 from .records import cell_index, check_records
-from .rng import as_generator
 
 
 def table_scopes(features: Sequence, pairs="all") -> list[tuple]:

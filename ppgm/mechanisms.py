@@ -397,3 +397,41 @@ def _count(n_tables) -> int:
     if isinstance(n_tables, bool) or not isinstance(n_tables, (int, np.integer)) or n_tables < 1:
         raise ValueError(f"n_tables: expected a positive whole number of tables, got {n_tables!r}")
     return int(n_tables)
+
+
+def release_parts(mechanism: _Mechanism, what: str, publish_n=False, before: Sequence[dict] = ()) -> tuple[list, _Mechanism | None]:
+    """The parts of one release, for its ``spent`` record and the accountant (charged all at once):
+    ``before`` (e.g. private quantiles), the tables released through ``mechanism``, and N: noised
+    through a mechanism given as ``publish_n`` (returned, to draw it), declared public by the caller
+    (``"public"`` or True: listed at no cost), or not published.
+
+    Examples
+    --------
+    >>> parts, n_mech = release_parts(LaplaceMechanism(0.9), "tables", publish_n=LaplaceMechanism(0.1))
+    >>> [p["what"] for p in parts], n_mech.epsilon
+    (['tables', 'N'], 0.1)
+    """
+    n_mech = publish_n if isinstance(publish_n, _Mechanism) else None
+    if n_mech is None and publish_n not in (None, False, True, "public"):
+        raise ValueError(f"publish_n: expected False, 'public' (or True) or a mechanism to noise N with, got {publish_n!r}")
+    parts = [dict(p) for p in before] + [{"what": what, **mechanism.cost}]
+    if n_mech is not None:
+        parts.append({"what": "N", **n_mech.cost})
+    elif publish_n:
+        parts.append({"what": "N", "public": True})
+    return parts, n_mech
+
+
+def noisy_count(mechanism: _Mechanism, count: float, rng: np.random.Generator | None, contribution: float = 1.0,
+                integer: bool = True) -> float:
+    """A record count released through ``mechanism`` (integer noise on an integer count; at least 1,
+    post-processing that costs nothing). ``rng`` None samples privately.
+
+    Examples
+    --------
+    >>> noisy_count(LaplaceMechanism(1.0), 1000, np.random.default_rng(0)) > 900
+    True
+    """
+    value = np.array([int(round(count))], dtype=np.int64) if integer else np.array([float(count)])
+    noisy = mechanism.measure([Factor(("N",), value)], rng, contribution=contribution)[0]
+    return max(float(noisy.values[0]), 1.0)

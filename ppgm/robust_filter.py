@@ -18,13 +18,16 @@ Modes
 -----
 ``"calibrated"`` (default): compare the top eigenvalue with what clean data of the same size from
 the currently fitted network shows (a parametric bootstrap, rescaled by sqrt(n_null / N)), and stop
-when it is within that range. Otherwise score the records along the eigenvector, compare the tail of
-the scores with the tail of the bootstrap records' scores along the same direction, and remove the
-records beyond the cut where the excess of extreme scores is largest, among the cuts where most of
-what is removed is in excess; refit and repeat. A round whose excess is below 0.1% of N, or not
-significant (4 standard deviations of a count), stops the filter. ``epsilon`` is only an upper bound
-on what may be removed (when the excess reaches past it, a round spends 90% of what is left and
-looks again); clean data loses nothing, or almost nothing.
+when it is within that range. Otherwise score the records along the eigenvector and compare the
+tail of the scores with the tail of the bootstrap records' scores along the same direction. Remove
+the records beyond the cut with the largest excess of extreme scores among the clear cuts (where
+at least nine in ten of the records beyond are in excess), refit and repeat; stop when no clear
+excess is left (4 standard deviations of a count, and at least 0.1% of N). Corruption bends the
+fitted network, so its bootstrap can be narrower than the clean records (the cut must be clear), or
+can make a large point mass look ordinary (an eigenvalue ten times its range with no clear cut refits
+the null without the epsilon N highest scores). ``epsilon`` is only an upper bound on what may be
+removed: past it, a round takes no more than the records beyond anything the bootstrap shows and 90%
+of what is left, then looks again. Clean data loses nothing, or almost nothing.
 ``"paper"``: Algorithm 1 on whitened coordinates with the paper's constants; the whitening is the
 balance constant computed per parent configuration (the paper's global alpha made its bound inert
 on real networks).

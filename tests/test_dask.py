@@ -21,12 +21,10 @@ from ppgm.adapters import (  # noqa: E402
     filter_dask,
     load_adult,
     load_bif_example,
-    sample,
     sample_partitions,
 )
 from ppgm.adapters.dask_backend import DaskBlocks  # noqa: E402
 from ppgm.executor import BlockLost  # noqa: E402
-from ppgm.maxent import fit_maxent  # noqa: E402
 from ppgm.robust_filter import filter_known_topology  # noqa: E402
 
 
