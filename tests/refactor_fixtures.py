@@ -1,7 +1,11 @@
 """Outputs of the engine's long algorithms on fixed seeds, recorded before the executor refactor
-(issue 15) and checked bit for bit afterwards by tests/test_refactor_fixtures.py.
+(issue 15) and checked afterwards by tests/test_refactor_fixtures.py: bit for bit in the environment
+that recorded them (same numpy, scipy, BLAS and processor), to a stated tolerance elsewhere (the last
+bits of a float sum depend on the BLAS kernel and the library versions).
 
     python tests/refactor_fixtures.py     # rewrites tests/fixtures/refactor_outputs.npz
+
+Re-record only when an output is meant to change, and say why in the commit.
 """
 
 from __future__ import annotations
@@ -12,6 +16,16 @@ from pathlib import Path
 import numpy as np
 
 PATH = Path(__file__).with_name("fixtures") / "refactor_outputs.npz"
+
+
+def environment() -> str:
+    """What decides the last bits of a float result: library versions, BLAS build and processor."""
+    import platform
+
+    import scipy
+
+    blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    return f"numpy {np.__version__}; scipy {scipy.__version__}; {blas.get('name')} {blas.get('version')}; {platform.machine()}"
 
 
 def compute() -> dict:
@@ -73,5 +87,5 @@ def compute() -> dict:
 
 if __name__ == "__main__":
     PATH.parent.mkdir(exist_ok=True)
-    np.savez_compressed(PATH, **compute())
+    np.savez_compressed(PATH, environment=np.array(environment()), **compute())
     print("wrote", PATH)

@@ -1,10 +1,21 @@
-"""The engine's algorithms give, bit for bit, the outputs recorded before the executor refactor
-(issue 15): tests/refactor_fixtures.py computes them, tests/fixtures/refactor_outputs.npz holds them."""
+"""The engine's algorithms give the outputs recorded before the executor refactor (issue 15):
+tests/refactor_fixtures.py computes them, tests/fixtures/refactor_outputs.npz holds them.
+
+Integer and boolean outputs (tables, masks, counts removed, chain states) must match exactly
+everywhere. Float outputs match bit for bit in the environment that recorded them; elsewhere the
+last bits of BLAS sums differ, so they are compared to a tolerance: 1e-9 relative for the direct
+computations, and looser for CGM-EM, whose five inexact EM iterations (quasi-Newton M-steps stopped
+by a tolerance) carry a last-bit difference into the third digit of some parameters.
+"""
 
 import numpy as np
 import pytest
 
-from refactor_fixtures import PATH, compute
+from refactor_fixtures import PATH, compute, environment
+
+# (rtol, atol) when the environment differs from the recording one
+TOLERANCE = {"cgm_theta": (0, 0.05), "cgm_objective": (1e-3, 0), "naive_theta": (0, 1e-4)}
+DEFAULT = (1e-9, 1e-12)
 
 
 @pytest.fixture(scope="module")
@@ -15,10 +26,19 @@ def now():
 @pytest.fixture(scope="module")
 def recorded():
     with np.load(PATH) as z:
-        return {k: z[k] for k in z.files}
+        out = {k: z[k] for k in z.files}
+    return str(out.pop("environment", "")), out
 
 
-def test_every_recorded_output_is_reproduced_bit_for_bit(now, recorded):
-    assert set(now) == set(recorded)
-    differ = [k for k in recorded if not np.array_equal(now[k], recorded[k])]
-    assert not differ, f"outputs changed: {differ}"
+def test_every_recorded_output_is_reproduced(now, recorded):
+    where, rec = recorded
+    assert set(now) == set(rec)
+    exact = [k for k in rec if rec[k].dtype.kind in "iub" and not np.array_equal(now[k], rec[k])]
+    assert not exact, f"integer outputs changed: {exact}"
+    floats = [k for k in rec if rec[k].dtype.kind == "f"]
+    if where == environment():
+        differ = [k for k in floats if not np.array_equal(now[k], rec[k])]
+        assert not differ, f"outputs changed bit for bit in the recording environment: {differ}"
+    for k in floats:
+        rtol, atol = TOLERANCE.get(k, DEFAULT)
+        np.testing.assert_allclose(now[k], rec[k], rtol=rtol, atol=atol, err_msg=k)
