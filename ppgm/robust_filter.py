@@ -38,19 +38,20 @@ on real networks).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, eigsh
-from tqdm.auto import tqdm
 
+from . import checks
 from .bayes import BayesianNetwork
 from .cpts import CPTLayout, conditional_probabilities
 from .domain import Domain
 from .executor import Blocks, LocalBlocks, RecordBlock, record_blocks
 from .records import check_records
 from .rng import as_generator
+from .progress import logger, progress_bar
 
 MODES = ("calibrated", "paper", "single_pass", "iterative")
 MIN_EXCESS = 1e-3  # calibrated mode: an excess of extreme scores below this fraction of N is not worth a round
@@ -257,6 +258,16 @@ class _Operator:
             H -= (self.q[j] * H).sum(axis=1, keepdims=True)
         return h
 
+    def surprise_cells(self) -> np.ndarray:
+        """-log q over the cells: a record's sum of it is -log p(x) under the fitted network (cells
+        without probability, which no kept record is in, get 0)."""
+        h = np.zeros(self.cells.size)
+        for j, o in zip(self.cells.nodes, self.cells.offset):
+            q = self.q[j]
+            with np.errstate(divide="ignore"):
+                h[o : o + q.size] = np.where(q > 0, -np.log(q), 0.0).ravel()
+        return h
+
     def coords_of(self, t: np.ndarray) -> np.ndarray:
         """Z' r from its per-cell sums t: t[j, c, s] - q[c, s] sum_t t[j, c, t] on the coordinates."""
         lay, out = self.layout, np.empty(self.layout.m)
@@ -450,7 +461,7 @@ def filter_known_topology(
     seed : int or numpy.random.Generator, optional
         Drives the Lanczos start vectors, the bootstrap draws and the tie-breaking keys.
     progress : bool
-        Show a tqdm bar over the rounds.
+        Show a progress bar over the rounds (drawn only in a terminal or a notebook; see ``ppgm.progress``).
     tol : float
         Relative accuracy of the eigenvalue (ARPACK's; the bootstrap's eigenvalues take 1e-2).
     block_rows : int, optional
@@ -475,7 +486,11 @@ def filter_known_topology(
     >>> bool((~res.inlier_mask[:100]).all()), int((~res.inlier_mask[100:]).sum()) < 20
     (True, True)
     """
-    _check_filter_arguments(epsilon, mode, rounds, C, max_rounds)
+    _check_filter_arguments(epsilon, mode, rounds, C, max_rounds, tol, n_null, null_draws)
+    if block_rows is not None:
+        checks.count(block_rows, "block_rows")
+    if not isinstance(records, Blocks) and not isinstance(records, (np.ndarray, list, tuple)):
+        raise TypeError(f"records: expected an integer array (N, {len(domain)}) or Blocks of RecordBlock, got {type(records).__name__}")
     blocks = records if isinstance(records, Blocks) else record_blocks(np.asarray(records), block_rows)
     layout = CPTLayout.build(domain, parents)
     cells = _Cells.of(layout)
@@ -487,9 +502,11 @@ def filter_known_topology(
     run = _Run(layout, cells, float(epsilon), mode, C, N, rng, tol, int(rng.integers(1 << 62)), int(n_null), int(null_draws))
     n_rounds = int(rounds) if mode == "iterative" else 1 if mode == "single_pass" else int(max_rounds)
     history: list = []
-    for r in tqdm(range(n_rounds), desc="robust filter", disable=not progress, leave=False):
+    for r in progress_bar(range(n_rounds), desc="robust filter", enabled=progress):
         blocks, entry = run.round(blocks, r, n_rounds)
         history.append(entry)
+        logger.debug("robust filter round %d: eigenvalue %.4g (clean-data range %.4g), removed %d%s", r + 1, entry["eigenvalue"],
+                     entry.get("null_threshold", float("nan")), entry["removed"], f", stopped: {entry['stopped']}" if "stopped" in entry else "")
         if "stopped" in entry:
             break
         if entry["kept"] < 2:
@@ -508,17 +525,16 @@ def filter_known_topology(
     return FilterResult(model, np.concatenate(masks.collect()) if local else None, history, None if local else masks, estimate)
 
 
-def _check_filter_arguments(epsilon, mode, rounds, C, max_rounds) -> None:
+def _check_filter_arguments(epsilon, mode, rounds, C, max_rounds, tol, n_null, null_draws) -> None:
     if not (isinstance(epsilon, (int, float, np.floating)) and not isinstance(epsilon, bool) and 0 < epsilon < 0.5):
         raise ValueError(f"epsilon: expected a corrupted fraction in (0, 1/2), got {epsilon!r}")
-    if mode not in MODES:
-        raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
-    if mode == "iterative" and (not isinstance(rounds, (int, np.integer)) or rounds < 1):
-        raise ValueError(f"rounds: expected a positive integer, got {rounds!r}")
-    if not isinstance(max_rounds, (int, np.integer)) or max_rounds < 1:
-        raise ValueError(f"max_rounds: expected a positive integer, got {max_rounds!r}")
-    if not C > 0:
-        raise ValueError(f"C: expected a positive constant, got {C}")
+    checks.choice(mode, "mode", MODES)
+    checks.count(rounds, "rounds")
+    checks.count(max_rounds, "max_rounds")
+    checks.positive(C, "C")
+    checks.positive(tol, "tol")
+    checks.count(n_null, "n_null", 2)
+    checks.count(null_draws, "null_draws")
 
 
 @dataclass
@@ -566,33 +582,54 @@ class _Run:
         return entry
 
     def _calibrated(self, blocks, counts, op, lam, h, entry) -> tuple[Blocks, dict]:
-        """Stop when the eigenvalue is within the clean-data range; otherwise cut where the scores'
-        excess over clean data's is largest."""
-        null = _Null.draw(self.layout, self.cells, counts, op, h, self.n_null, self.null_draws, self.rng, self.tol)
+        """Cut where the scores' excess over clean data's is largest along the eigenvector; with
+        nothing to cut there, a last look along the likelihood."""
+        null = _Null.draw(self.layout, self.cells, counts, op, self.n_null, self.null_draws, self.rng, self.tol)
         threshold = null.eigenvalue_bound(op.n)
-        entry.update(null_threshold=threshold, estimated_fraction=self.estimated)
+        entry.update(null_threshold=threshold, estimated_fraction=self.estimated, direction="eigenvector")
         if abs(lam) <= threshold:
-            return blocks, dict(entry, threshold=float("inf"), removed=0, kept=entry["kept_before"],
-                                stopped="eigenvalue within the clean-data range")
-        edges, data_tail, expected, excess, i = self._cut(blocks, null, op.n)
-        if not self._significant(data_tail, expected, excess, i) and abs(lam) > FAR * threshold:
+            return self._unlikely(blocks, null, op, entry)
+        cut = self._cut(blocks, null.along(h), op.n)
+        if not self._significant(*cut) and abs(lam) > FAR * threshold:
             # far beyond clean data's range yet no clear cut: the corruption bends the fitted network so
             # much that its bootstrap makes the corrupted records look ordinary (a large point mass).
             # Refit the null without the epsilon N highest scores and look again.
             k = min(int(np.ceil(self.epsilon * self.N)), int(round(op.n)) - 2)
             t, _ = _top_records(blocks, k, self.key_seed)
             trimmed = self.cells.split(self.layout, blocks.reduce(_cell_sums_below, size=self.cells.size, t=t))
-            null = _Null.draw(self.layout, self.cells, trimmed, op, h, self.n_null, self.null_draws, self.rng, self.tol)
-            edges, data_tail, expected, excess, i = self._cut(blocks, null, op.n)
+            refit = _Null.draw(self.layout, self.cells, trimmed, op, self.n_null, self.null_draws, self.rng, self.tol)
+            cut = self._cut(blocks, refit.along(h), op.n)
             entry["null_refit_without_top"] = k
-        if not self._significant(data_tail, expected, excess, i):
-            return blocks, dict(entry, threshold=float("inf"), removed=0, kept=entry["kept_before"], stopped="no excess of extreme scores")
+        if not self._significant(*cut):
+            return self._unlikely(blocks, null, op, entry, "no excess of extreme scores")
+        return self._remove(blocks, cut, op, entry)
+
+    def _unlikely(self, blocks, null: "_Null", op: "_Operator", entry: dict,
+                  reason: str = "eigenvalue within the clean-data range") -> tuple[Blocks, dict]:
+        """Nothing to cut along the eigenvector (its eigenvalue within clean data's range, or no clear
+        excess along it). Corruption spread thin over many directions (a product distribution's rows
+        once most are gone, rows in rare parent configurations) can still stand out as an excess of
+        records that the fitted network finds unlikely: score each record by -log p(x) under the fit
+        (a sum over its cells, as along an eigenvector) and compare that tail with the bootstrap's
+        clean records, by the same rule. Clean data shows no such excess: the fit's own records are,
+        if anything, likelier than fresh ones. Stop for ``reason`` when there is none."""
+        h = op.surprise_cells()
+        scored = blocks.map(_scored, h=h).persist()
+        cut = self._cut(scored, null.along(h), op.n)
+        if not self._significant(*cut):
+            return blocks, dict(entry, threshold=float("inf"), removed=0, kept=entry["kept_before"], stopped=reason)
+        entry["direction"] = "likelihood"
+        return self._remove(scored, cut, op, entry)
+
+    def _remove(self, blocks, cut, op, entry) -> tuple[Blocks, dict]:
+        """Remove the records beyond the chosen cut, within what epsilon still allows."""
+        edges, data_tail, expected, excess, i = cut
         budget = int(np.floor(self.epsilon * self.N)) - (self.N - int(round(op.n)))  # what may still be removed
         if budget < 1:
             return blocks, dict(entry, threshold=float("inf"), removed=0, kept=entry["kept_before"], stopped="epsilon budget spent")
         if data_tail[i] <= budget:  # cut there
-            cut, k = float(edges[i]), int(data_tail[i])
-            blocks = blocks.map(_drop_above, cut=cut).persist()
+            t, k = float(edges[i]), int(data_tail[i])
+            blocks = blocks.map(_drop_above, cut=t).persist()
         else:
             # more than epsilon allows. Just past it: the budget's worth of the highest scores. Far past
             # it, the fitted network may be bent enough by corruption that clean data look extreme too:
@@ -604,10 +641,10 @@ class _Run:
             if k <= max(4.0, MIN_EXCESS * self.N):
                 return blocks, dict(entry, threshold=float("inf"), removed=0, kept=entry["kept_before"],
                                     stopped="no excess of extreme scores beyond clean data's range")
-            cut, kt = _top_records(blocks, k, self.key_seed)
-            blocks = blocks.map(_drop_top, t=cut, kt=kt, key_seed=self.key_seed).persist()
+            t, kt = _top_records(blocks, k, self.key_seed)
+            blocks = blocks.map(_drop_top, t=t, kt=kt, key_seed=self.key_seed).persist()
         self.estimated += float(min(excess[i], k)) / self.N
-        entry.update(threshold=cut, estimated_fraction=self.estimated)
+        entry.update(threshold=t, estimated_fraction=self.estimated)
         return blocks, self._removed(blocks, entry)
 
     @staticmethod
@@ -624,7 +661,7 @@ class _Run:
         i = int(np.argmax(np.where(clear, excess, -np.inf))) if clear.any() else -1
         return edges, data_tail, expected, excess, i
 
-    def _significant(self, data_tail, expected, excess, i) -> bool:
+    def _significant(self, edges, data_tail, expected, excess, i) -> bool:
         return i >= 0 and excess[i] > max(4.0 * math.sqrt(expected[i] + 1.0), MIN_EXCESS * self.N)
 
     def _paper(self, blocks, op, lam, entry) -> tuple[Blocks, dict]:
@@ -652,16 +689,18 @@ def _scores_of(b: _Block) -> np.ndarray:
 
 @dataclass
 class _Null:
-    """Clean data from the fitted network: the top eigenvalues of bootstrap samples (each with its
-    own fit, as the filter fits the data) and their records' scores along the data's direction."""
+    """Clean data from the fitted network: bootstrap samples (each with its own fit, as the filter
+    fits the data), their top eigenvalues, and (after :meth:`along`) their records' scores along one
+    direction over the cells."""
 
     eigenvalues: np.ndarray
-    scores: np.ndarray
-    weights: np.ndarray
+    boots: list
     n: float
+    scores: np.ndarray | None = None
+    weights: np.ndarray | None = None
 
     @classmethod
-    def draw(cls, layout, cells, counts, op: _Operator, h, n_null: int, draws: int, rng, tol) -> "_Null":
+    def draw(cls, layout, cells, counts, op: _Operator, n_null: int, draws: int, rng, tol) -> "_Null":
         from .sampling import sample_bayes
 
         probs = conditional_probabilities(counts)
@@ -669,16 +708,19 @@ class _Null:
         fitted = BayesianNetwork(dom, layout.parents, {v: p.reshape(dom.shape(layout.parents[v]) + (dom.card(v),))
                                                        for v, p in zip(dom.variables, probs)})
         n = int(min(n_null, round(op.n)))
-        lams, scores, weights = [], [], []
+        lams, boots = [], []
         for _ in range(draws):
             boot = LocalBlocks([_prepare(RecordBlock(0, sample_bayes(fitted, n, rng)), dom, layout, cells)])
             boot_counts = cells.split(layout, boot.reduce(_cell_sums, size=cells.size))
             lam, _ = _Operator.build(layout, cells, boot_counts, whiten=False).top(boot, rng, max(tol, 1e-2))
             lams.append(abs(lam))
-            b = boot.items[0]
-            scores.append(np.abs(_project(b, h)))
-            weights.append(b.w)
-        return cls(np.array(lams), np.concatenate(scores), np.concatenate(weights), float(n * draws))
+            boots.append(boot.items[0])
+        return cls(np.array(lams), boots, float(n * draws))
+
+    def along(self, h: np.ndarray) -> "_Null":
+        """The same bootstrap with its records scored along ``h`` (over the cells), as the data's are."""
+        return replace(self, scores=np.concatenate([np.abs(_project(b, h)) for b in self.boots]),
+                       weights=np.concatenate([b.w for b in self.boots]))
 
     def eigenvalue_bound(self, n: float) -> float:
         """The largest eigenvalue clean data of size n shows: the bootstrap's largest, rescaled from

@@ -249,3 +249,22 @@ def test_iterative_mode_catches_what_one_direction_misses():
     assert caught_many > 0.95 and caught_many > caught_one + 0.1
     with pytest.raises(ValueError, match="rounds"):
         filter_known_topology(x, truth.domain, truth.parents, 0.3, mode="iterative", rounds=0)
+
+
+def test_calibrated_mode_looks_along_the_likelihood_when_the_eigenvector_is_done():
+    """Rows from a uniform product distribution, 1.5% of them: the eigenvector catches part, then its
+    eigenvalue is within clean data's range while the remaining rows are still far less likely under
+    the fit than clean records; the likelihood look removes them, and almost no clean row."""
+    bn = random_bayesian_network(20, 3, max_parents=2, alpha=0.5, seed=0)
+    rng = np.random.default_rng(0)
+    n, n_bad = 40_000, 600
+    x = np.concatenate([sample(bn, n - n_bad, seed=rng), rng.integers(0, 3, size=(n_bad, 20))])
+    is_bad = np.r_[np.zeros(n - n_bad, bool), np.ones(n_bad, bool)]
+    res = filter_known_topology(x, bn.domain, bn.parents, 0.1, seed=0, progress=False)
+    removed = ~res.inlier_mask
+    directions = [h["direction"] for h in res.history]
+    assert directions[0] == "eigenvector" and "likelihood" in directions
+    first = res.history[0]["removed"]
+    assert first < 0.7 * n_bad  # the eigenvector alone stops short
+    assert removed[is_bad].mean() > 0.9 and removed[~is_bad].mean() < 0.002
+    assert res.estimated_fraction == pytest.approx(n_bad / n, rel=0.15)
