@@ -13,6 +13,7 @@ from .robust import RobustFilter
 from .mer import MERFit, ini, mer
 from .aggregated import Aggregates, FeatureEncoder, MaxEntClassifier, aggregate
 from .dask_backend import dask_executor, filter_dask
+from ppgm.progress import set_progress
 from ppgm.mechanisms import BudgetExceeded, GaussianMechanism, LaplaceMechanism, NotPrivateWarning, PrivacyAccountant
 from .models import (
     declared_states,
@@ -67,4 +68,5 @@ __all__ = [
     "tabular_cpds",
     "to_engine",
     "total_variation",
+    "set_progress",
 ]

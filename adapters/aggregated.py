@@ -20,14 +20,17 @@ from pgmpy.factors.discrete import DiscreteFactor
 from pgmpy.models import DiscreteMarkovNetwork
 
 from ppgm.aggregates import aggregate_blocks, noisy_aggregates, table_scopes, treat_as_exact
+from ppgm import checks
 from ppgm.domain import Domain
 from ppgm.executor import InProcess
 from ppgm.measurement import Measurement
-from ppgm.mechanisms import noise_generator, noisy_count, release_parts
+from ppgm.mechanisms import GaussianMechanism, LaplaceMechanism, PrivacyAccountant, noise_generator, noisy_count, release_parts
 from ppgm.private_quantiles import private_quantiles
 from ppgm.maxent import fit_maxent
 from ppgm.metrics import nllh
+from ppgm.rng import as_generator
 
+from .archive import MAX_BYTES, read_npz
 from .dask_backend import dask_executor, frame_blocks, is_dask
 
 MISSING = "<missing>"
@@ -61,7 +64,7 @@ class FeatureEncoder:
         values = series.dropna()
         nunique = int(_computed(values.nunique()))
         if nunique == 0:
-            raise ValueError(f"data: column {series.name!r} has no values")
+            raise ValueError(f"df: column {series.name!r} has no values")
         return cls.from_summary(
             str(series.name), series.dtype, bool(_computed(series.isna().any())), bins, nunique,
             lambda: (float(_computed(values.min())), float(_computed(values.max()))), lambda: pd.unique(_computed(values.unique())),
@@ -77,6 +80,9 @@ class FeatureEncoder:
         >>> FeatureEncoder.numeric("age", [17, 40, 90]).encode(pd.Series([10, 39, 95])).tolist()
         [0, 0, 1]
         """
+        if isinstance(edges, (str, bytes)) or not isinstance(edges, (Sequence, np.ndarray)) or not all(
+                isinstance(e, (int, float, np.integer, np.floating)) and not isinstance(e, bool) for e in edges):
+            raise TypeError(f"bin_edges[{name!r}]: expected a list of numbers, got {edges!r}")
         edges = [float(e) for e in edges]
         if len(edges) < 2 or not np.all(np.isfinite(edges)) or np.any(np.diff(edges) <= 0):
             raise ValueError(f"bin_edges[{name!r}]: expected at least two finite, increasing edges, got {edges}")
@@ -92,6 +98,9 @@ class FeatureEncoder:
         >>> FeatureEncoder.categorical("job", ["a", "b"]).encode(pd.Series(["b", "c"])).tolist()   # c: unknown
         [1, -1]
         """
+        if isinstance(categories, (str, bytes)) or not isinstance(categories, (Sequence, np.ndarray, pd.Index)) or any(
+                isinstance(c, (list, tuple, dict, set, np.ndarray)) for c in categories):
+            raise TypeError(f"categories[{name!r}]: expected a list of category values, got {categories!r}")
         states = [str(c) for c in categories]
         if not states or len(set(states)) != len(states):
             raise ValueError(f"categories[{name!r}]: expected distinct categories, got {list(categories)}")
@@ -182,15 +191,15 @@ class Aggregates:
     def encode(self, df: pd.DataFrame) -> np.ndarray:
         """Integer codes (N, features) of a DataFrame, -1 for values unseen when aggregating."""
         if not isinstance(df, pd.DataFrame):
-            raise TypeError(f"data: expected a pandas DataFrame, got {type(df).__name__}")
+            raise TypeError(f"df: expected a pandas DataFrame, got {type(df).__name__}")
         missing = [f for f in self.features if f not in df.columns]
         if missing:
-            raise ValueError(f"data: columns {missing} are missing; the aggregates were built on {list(self.features)}")
+            raise ValueError(f"df: columns {missing} are missing; the aggregates were built on {list(self.features)}")
         return np.stack([self.encoders[f].encode(df[f]) for f in self.features], axis=1) if len(df) else np.zeros((0, len(self.features)), np.int64)
 
     def labels(self, df: pd.DataFrame) -> np.ndarray:
         if self.label not in df.columns:
-            raise ValueError(f"data: label column {self.label!r} is missing")
+            raise ValueError(f"df: label column {self.label!r} is missing")
         return (df[self.label].astype(str) == str(self.positive)).to_numpy(int)
 
     def save(self, path) -> None:
@@ -209,17 +218,33 @@ class Aggregates:
         np.savez(Path(path), meta=np.array(json.dumps(meta)), **arrays)
 
     @classmethod
-    def load(cls, path) -> "Aggregates":
-        with np.load(Path(path), allow_pickle=False) as z:
+    def load(cls, path, max_bytes: int = MAX_BYTES) -> "Aggregates":
+        """Read aggregates written by :meth:`save`. The archive's headers are checked before anything
+        is unpacked (more than ``max_bytes`` is refused: aggregate files come from others), and every
+        table is validated as a measurement.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> df = pd.DataFrame({"a": ["x", "y", "x", "y"], "label": [0, 1, 1, 1]})
+        >>> f = os.path.join(tempfile.mkdtemp(), "agg.npz"); aggregate(df).save(f)
+        >>> Aggregates.load(f).tables[0].values.tolist()
+        [2.0, 2.0]
+        """
+        what = "ppgm aggregates (Aggregates.save)"
+        z = read_npz(path, what, required=("meta",), max_bytes=max_bytes)
+        try:
             meta = json.loads(str(z["meta"]))
             tables = [
                 Measurement(tuple(t["variables"]), z[f"d{i}"], t["noise"], t["scale"], meta["n"], label_sums=z[f"c{i}"],
                             buckets=z[f"b{i}"] if t["hashed"] else None, integer=bool(t.get("integer", False)))
                 for i, t in enumerate(meta["tables"])
             ]
-        encoders = {f: FeatureEncoder(f, **e) for f, e in meta["encoders"].items()}
-        return cls(tuple(meta["features"]), meta["label"], meta["positive"], encoders, tables, meta["n"],
-                   tuple(meta["spent"]), bool(meta.get("private", False)))
+            encoders = {f: FeatureEncoder(f, **e) for f, e in meta["encoders"].items()}
+            return cls(tuple(meta["features"]), meta["label"], meta["positive"], encoders, tables, meta["n"],
+                       tuple(meta["spent"]), bool(meta.get("private", False)))
+        except (KeyError, TypeError, ValueError, json.JSONDecodeError) as err:
+            raise ValueError(f"path: {str(path)!r} is not {what}: {err!s}") from None
 
 
 def aggregate(
@@ -314,13 +339,23 @@ def aggregate(
     >>> noisy.private, noisy.n, noisy.domain.cards
     (True, None, (2, 3))
     """
+    if mechanism is not None and not isinstance(mechanism, (LaplaceMechanism, GaussianMechanism)):
+        raise TypeError(f"mechanism: expected None, a LaplaceMechanism or a GaussianMechanism instance, got {mechanism!r}")
+    if accountant is not None and not isinstance(accountant, PrivacyAccountant):
+        raise TypeError(f"accountant: expected a PrivacyAccountant or None, got {accountant!r}")
+    if hash_size is not None:
+        hash_size = checks.count(hash_size, "hash_size", 2)
+    if not (isinstance(pairs, str) or (isinstance(pairs, (list, tuple)) and all(isinstance(q, (list, tuple)) for q in pairs))):
+        raise TypeError(f"pairs: expected 'all', 'none' or a list of feature pairs, got {pairs!r}")
     spec = EncodingSpec.make(bins, categories, bounds, bin_edges, missing, quantile_epsilon, on_unknown, mechanism)
     distributed = is_dask(df)  # encoders from summaries, counts per partition on the workers
     if not distributed and not isinstance(df, pd.DataFrame):
         raise TypeError(f"df: expected a pandas DataFrame, got {type(df).__name__}")
+    if not distributed and len(df) == 0:
+        raise ValueError("df: the DataFrame has no rows")
     features = _feature_list(df.columns, features, label)
     positive = _positive_label(df[label], label, positive, private=mechanism is not None)
-    rng = noise_generator(seed) if mechanism is not None else np.random.default_rng(seed)
+    rng = noise_generator(seed) if mechanism is not None else as_generator(seed)
     encoders, quantile_part = spec.encoders(features, rng, fit=lambda f: FeatureEncoder.fit(df[f], spec.bins),
                                             column=None if distributed else (lambda f: df[f]))
     agg = Aggregates(tuple(features), label, positive, encoders, [])
@@ -424,7 +459,7 @@ class EncodingSpec:
         f = features[j]
         values = pd.unique(np.asarray(df[f])[unknown[:, j]])[:5]
         raise ValueError(
-            f"data: column {f!r} has values {list(values)} outside its encoding; declare them (categories=, "
+            f"df: column {f!r} has values {list(values)} outside its encoding; declare them (categories=, "
             "missing=) or pass on_unknown='drop' to drop those records"
         )
 
@@ -441,9 +476,13 @@ def _bounds(f, b) -> tuple[float, float]:
 
 def _feature_list(columns, features, label) -> list:
     columns = list(columns)
-    if label not in columns:
+    try:
+        known = label in columns
+    except TypeError:
+        known = False
+    if not known:
         raise ValueError(f"label: column {label!r} not in the DataFrame (columns {columns})")
-    features = [c for c in columns if c != label] if features is None else list(features)
+    features = [c for c in columns if c != label] if features is None else list(checks.names(features, "features"))
     unknown = [f for f in features if f not in columns]
     if unknown or label in features:
         raise ValueError(f"features: {unknown or [label]} are not feature columns of the DataFrame")

@@ -195,6 +195,9 @@ def filter_dask(
     """
     import dask.array as da
 
+    if not (is_dask(records) and getattr(records, "ndim", 0) == 2):
+        raise TypeError(f"records: expected a 2-D Dask array of integer codes, got {type(records).__name__}"
+                        " (for an in-memory array use ppgm.filter_known_topology)")
     res = filter_known_topology(array_blocks(records, client), domain, parents, epsilon, mode=mode, rounds=rounds,
                                 seed=seed, tol=tol, progress=progress)
     masks = res.inlier_blocks.persist()

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from pgmpy.factors.discrete import DiscreteFactor
 
+from ppgm import checks
 from ppgm.domain import Domain
 from ppgm.rng import as_generator
 from ppgm.sampling import sample as _engine_sample
@@ -35,6 +36,29 @@ def sorted_states(values) -> list:
         return sorted(vals, key=str)
 
 
+def check_frame(data, name: str = "data", dask: bool = False) -> None:
+    """A ``TypeError`` naming ``name`` unless ``data`` is a pandas DataFrame (or, with ``dask``, a
+    Dask DataFrame).
+
+    Examples
+    --------
+    >>> check_frame({"A": [1]}, "df")
+    Traceback (most recent call last):
+    ...
+    TypeError: df: expected a pandas DataFrame, got dict
+    """
+    if isinstance(data, pd.DataFrame) or (dask and is_dask(data) and hasattr(data, "columns")):
+        return
+    raise TypeError(f"{name}: expected a pandas {'or Dask ' if dask else ''}DataFrame, got {type(data).__name__}")
+
+
+def check_domain(domain, name: str = "domain") -> Domain:
+    """``domain`` itself if it is a ppgm ``Domain``; a ``TypeError`` naming ``name`` otherwise."""
+    if not isinstance(domain, Domain):
+        raise TypeError(f"{name}: expected a ppgm Domain (e.g. ppgm.adapters.to_engine(model).domain), got {type(domain).__name__}")
+    return domain
+
+
 def infer_domain(data: pd.DataFrame, columns: Sequence, state_names: Mapping | None = None) -> Domain:
     """Domain of ``columns``: given state names where supplied, else the sorted observed values.
 
@@ -43,7 +67,12 @@ def infer_domain(data: pd.DataFrame, columns: Sequence, state_names: Mapping | N
     >>> infer_domain(pd.DataFrame({"A": ["b", "a", "b"]}), ["A"]).state_names["A"]
     ('a', 'b')
     """
-    names = dict(state_names or {})
+    check_frame(data, "data", dask=True)
+    columns = checks.names(columns, "columns")
+    absent = [c for c in columns if c not in data.columns]
+    if absent:
+        raise ValueError(f"columns: {absent} are not in the data; it has {list(data.columns)}")
+    names = checks.state_names(state_names)
     states = {}
     for c in columns:
         if c in names:
@@ -51,7 +80,7 @@ def infer_domain(data: pd.DataFrame, columns: Sequence, state_names: Mapping | N
         else:
             states[c] = sorted_states(data[c])
         if not states[c]:
-            raise ValueError(f"data: column {c!r} has no values to take states from")
+            raise ValueError(f"data: column {c!r} has no values to take states from; declare them with state_names")
     return Domain(tuple(columns), tuple(len(states[c]) for c in columns), states)
 
 
@@ -95,8 +124,8 @@ def codes_or_unknown(data: pd.DataFrame, domain: Domain, dtype=np.int64) -> np.n
     >>> codes_or_unknown(pd.DataFrame({"A": ["yes", "maybe", None]}), d).ravel().tolist()
     [1, -1, -1]
     """
-    if not isinstance(data, pd.DataFrame):
-        raise TypeError(f"data: expected a pandas DataFrame, got {type(data).__name__}")
+    check_frame(data, "data")
+    check_domain(domain)
     missing = [v for v in domain.variables if v not in data.columns]
     if missing:
         raise ValueError(f"data: columns {missing} are missing; the DataFrame has {list(data.columns)}")
@@ -143,8 +172,16 @@ def decode(records: np.ndarray, domain: Domain) -> pd.DataFrame:
     >>> decode(np.array([[1], [0]]), d)["A"].tolist()
     ['yes', 'no']
     """
+    check_domain(domain)
+    codes = np.asarray(records) if isinstance(records, (np.ndarray, list, tuple)) else None
+    if codes is None or codes.ndim != 2 or codes.shape[1] != len(domain) or (codes.size and codes.dtype.kind not in "iu"):
+        raise ValueError(f"records: expected an integer array of shape (N, {len(domain)}), one column per variable of the domain, "
+                         f"got {type(records).__name__} {getattr(records, 'shape', '')}")
+    if codes.size and ((codes < 0).any() or (codes >= np.asarray(domain.cards)).any()):
+        j = int(np.flatnonzero(((codes < 0) | (codes >= np.asarray(domain.cards))).any(axis=0))[0])
+        raise ValueError(f"records: column {j} ({domain.variables[j]!r}) has codes outside 0..{domain.cards[j] - 1}")
     return pd.DataFrame(
-        {v: np.asarray(domain.state_names[v], dtype=object)[records[:, j]] for j, v in enumerate(domain.variables)}
+        {v: np.asarray(domain.state_names[v], dtype=object)[codes[:, j]] for j, v in enumerate(domain.variables)}
     )
 
 
@@ -152,9 +189,8 @@ def clique_domain(data, cliques: Sequence[Sequence], state_names: Mapping | None
                   argument: str = "cliques") -> tuple[list[tuple], Domain]:
     """Check that ``data`` (a pandas or Dask DataFrame) has every column the cliques name; return the
     cliques as tuples and the domain of their columns (see :func:`infer_domain`)."""
-    cliques = [tuple(c) for c in cliques]
-    if not cliques:
-        raise ValueError(f"{argument}: expected at least one clique")
+    check_frame(data, "data", dask=True)
+    cliques = checks.cliques(cliques, argument)
     if not hasattr(data, "compute") and len(data) == 0:
         raise ValueError("data: the DataFrame has no rows")
     columns = list(dict.fromkeys(v for c in cliques for v in c))
@@ -240,8 +276,9 @@ def sample_partitions(model, n: int, npartitions: int, seed=None, codes: bool = 
     import dask.dataframe as dd
 
     m = to_engine(model)
-    if int(npartitions) < 1 or int(n) < int(npartitions):
-        raise ValueError(f"npartitions: expected 1 .. n, got {npartitions!r}")
+    n, npartitions = checks.count(n, "n"), checks.count(npartitions, "npartitions")
+    if npartitions > n:
+        raise ValueError(f"npartitions: expected 1 .. n ({n}), got {npartitions!r}")
     sizes = np.diff(np.linspace(0, int(n), int(npartitions) + 1).round().astype(int))
     seeds = np.random.SeedSequence(as_generator(seed).integers(1 << 63)).spawn(len(sizes))
     d = len(m.domain)

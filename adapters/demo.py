@@ -11,7 +11,7 @@ import warnings
 from typing import Callable
 
 import numpy as np
-from tqdm.auto import tqdm
+from ppgm.progress import progress_bar
 
 
 def _bars(plt, name: str, values: dict, colors: list, xlabel: str, log: bool = False) -> dict:
@@ -311,7 +311,7 @@ def run_demo(seed: int = 0, progress: bool = True, out=print, plots=None) -> Non
     rng = np.random.default_rng(seed)
     out(f"ppgm demo (seed {seed})")
     total = time.perf_counter()
-    for title, step in tqdm(STEPS, desc="demo", disable=not progress, leave=False):
+    for title, step in progress_bar(STEPS, desc="demo", enabled=progress):
         t0 = time.perf_counter()
         lines = step(rng)
         lines, plot = lines if isinstance(lines, tuple) else (lines, None)

@@ -8,6 +8,7 @@ from typing import Hashable, Mapping, Sequence
 import numpy as np
 from pgmpy.factors.discrete import DiscreteFactor
 
+from ppgm import checks
 from ppgm.bayes import BayesianNetwork
 from ppgm.factor import Factor
 from ppgm.junction_tree import DEFAULT_MAX_CELLS, Calibration, JunctionTree
@@ -53,6 +54,9 @@ class LogBeliefPropagation:
     """
 
     def __init__(self, model, max_cells: int | None = DEFAULT_MAX_CELLS, cache_size: int = 32) -> None:
+        if max_cells is not None:
+            checks.count(max_cells, "max_cells")
+        cache_size = checks.count(cache_size, "cache_size")
         self.model = model
         engine = to_engine(model)
         self.engine_model: MarkovNetwork = engine.to_markov() if isinstance(engine, BayesianNetwork) else engine
@@ -63,6 +67,7 @@ class LogBeliefPropagation:
 
     # -- calibration -------------------------------------------------------------------------
     def _evidence_key(self, evidence: Mapping | None) -> tuple:
+        evidence = checks.mapping(evidence, "evidence")
         if not evidence:
             return ()
         key = []
@@ -70,15 +75,11 @@ class LogBeliefPropagation:
             if var not in self.domain:
                 raise ValueError(f"evidence: unknown variable {var!r}; the model has {list(self.domain.variables)}")
             states = list(self.domain.state_names[var])
-            if state in states:
-                code = states.index(state)
-            elif isinstance(state, (int, np.integer)) and not isinstance(state, bool) and 0 <= state < len(states) and all(
-                isinstance(s, (int, np.integer)) for s in states
-            ):
-                code = int(state)
-            else:
+            # states are named, never indexed: with states 1, 2, 3 the evidence 0 is an error, not the first state
+            matches = [i for i, s in enumerate(states) if s == state and type(s) is not bool and type(state) is not bool]
+            if not matches:
                 raise ValueError(f"evidence: {state!r} is not a state of {var!r}; its states are {states}")
-            key.append((var, code))
+            key.append((var, matches[0]))
         return tuple(sorted(key, key=lambda kv: self.domain.index(kv[0])))
 
     def _calibration(self, key: tuple) -> Calibration:
@@ -145,11 +146,10 @@ class LogBeliefPropagation:
         """
         if isinstance(variables, (str, bytes)) or not isinstance(variables, (list, tuple, set)):
             variables = [variables]
-        variables = list(variables)
-        if not variables:
-            raise ValueError("variables: expected at least one query variable")
+        variables = list(checks.names(list(variables), "variables"))
         self.domain.check(variables, "variables")
-        both = set(variables) & set(evidence or {})
+        evidence = checks.mapping(evidence, "evidence")
+        both = set(variables) & set(evidence)
         if both:
             raise ValueError(f"variables and evidence share {sorted(map(str, both))}")
         cal = self._calibration(self._evidence_key(evidence))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ppgm import checks
 from ppgm import metrics as _m
+from ppgm.rng import as_generator
 
 from .models import to_engine
 
@@ -35,13 +37,17 @@ def total_variation(p, q, exact_max_cells: int = 2**22, n_samples: int = 100_000
     >>> total_variation(load_bif_example("asia"), load_bif_example("asia"))
     0.0
     """
+    checks.count(exact_max_cells, "exact_max_cells")
+    checks.count(n_samples, "n_samples")
+    checks.choice(method, "method", ("auto", "exact", "sample"))
+    as_generator(seed)  # checked even where the exact method does not draw
     pe, qe = _aligned(p, q)
     return _m.total_variation(pe, qe, exact_max_cells=exact_max_cells, n_samples=n_samples, seed=seed, method=method)
 
 
 def _aligned(p, q):
     """Engine models of p and q on p's domain (q's variables and states re-ordered to match)."""
-    pe, qe = to_engine(p), to_engine(q)
+    pe, qe = to_engine(p, "p"), to_engine(q, "q")
     if pe.domain != qe.domain or pe.domain.state_names != qe.domain.state_names:
         qe = _reorder_like(qe, pe.domain)
     return pe, qe

@@ -13,6 +13,7 @@ import numpy as np
 from pgmpy.factors.discrete import DiscreteFactor, TabularCPD
 from pgmpy.models import DiscreteBayesianNetwork, DiscreteMarkovNetwork
 
+from ppgm import checks
 from ppgm.bayes import BayesianNetwork
 from ppgm.domain import Domain
 from ppgm.factor import Factor
@@ -132,6 +133,8 @@ def markov_to_pgmpy(model: MarkovNetwork) -> DiscreteMarkovNetwork:
     >>> len(markov_to_pgmpy(third_order_chain(5, 2, seed=0)).get_factors())  # edges at distance 1, 2, 3
     9
     """
+    if not isinstance(model, MarkovNetwork):
+        raise TypeError(f"model: expected a ppgm MarkovNetwork (the engine's; see markov_from_pgmpy), got {type(model).__name__}")
     mn = DiscreteMarkovNetwork()
     mn.add_nodes_from(model.domain.variables)
     for f in model.factors:
@@ -197,12 +200,25 @@ def tabular_cpds(model: BayesianNetwork, cpts: Mapping | None = None) -> list[Ta
     >>> [c.variable for c in tabular_cpds(random_bayesian_network(3, seed=0))]
     ['V0', 'V1', 'V2']
     """
-    tables = {**model.cpts, **(cpts or {})}
+    if not isinstance(model, BayesianNetwork):
+        raise TypeError(f"model: expected a ppgm BayesianNetwork (the engine's; see bayes_from_pgmpy), got {type(model).__name__}")
+    given = checks.mapping(cpts, "cpts")
+    unknown = [v for v in given if v not in model.domain]
+    if unknown:
+        raise ValueError(f"cpts: unknown variables {unknown}; the model has {list(model.domain.variables)}")
+    tables = {**model.cpts, **given}
     dom = model.domain
     out = []
     for v in model.order:
         ps = model.parents[v]
-        t = np.asarray(tables[v], dtype=float)
+        try:
+            t = np.asarray(tables[v], dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(f"cpts[{v!r}]: expected an array of probabilities") from None
+        want = dom.shape(ps) + (dom.card(v),)
+        if v in given and (t.shape != want or not np.all(np.isfinite(t)) or (t < 0).any()
+                           or not np.allclose(t.sum(axis=-1), 1.0, atol=1e-6)):
+            raise ValueError(f"cpts[{v!r}]: expected finite non-negative rows summing to one, of shape {want}, got shape {t.shape}")
         values = np.moveaxis(t, -1, 0).reshape(dom.card(v), dom.size(ps))
         out.append(
             TabularCPD(
@@ -226,6 +242,8 @@ def bayes_to_pgmpy(model: BayesianNetwork) -> DiscreteBayesianNetwork:
     >>> bayes_to_pgmpy(random_bayesian_network(3, seed=0)).check_model()
     True
     """
+    if not isinstance(model, BayesianNetwork):
+        raise TypeError(f"model: expected a ppgm BayesianNetwork (the engine's; see bayes_from_pgmpy), got {type(model).__name__}")
     bn = DiscreteBayesianNetwork()
     bn.add_nodes_from(model.domain.variables)
     bn.add_edges_from((p, v) for v in model.order for p in model.parents[v])
@@ -233,7 +251,7 @@ def bayes_to_pgmpy(model: BayesianNetwork) -> DiscreteBayesianNetwork:
     return bn
 
 
-def to_engine(model):
+def to_engine(model, name: str = "model"):
     """Engine model of a pgmpy ``DiscreteMarkovNetwork`` or ``DiscreteBayesianNetwork`` (engine models pass through).
 
     Examples
@@ -249,5 +267,5 @@ def to_engine(model):
     if isinstance(model, DiscreteMarkovNetwork):
         return markov_from_pgmpy(model)
     raise TypeError(
-        f"model: expected a pgmpy DiscreteMarkovNetwork or DiscreteBayesianNetwork, got {type(model).__name__}"
+        f"{name}: expected a pgmpy DiscreteMarkovNetwork or DiscreteBayesianNetwork, got {type(model).__name__}"
     )

@@ -12,6 +12,7 @@ import pandas as pd
 from pgmpy.factors.discrete import DiscreteFactor
 from pgmpy.models import DiscreteMarkovNetwork
 
+from ppgm import checks
 from ppgm.cgm import cgm_em, naive_mle, population_size
 from ppgm.domain import Domain
 from ppgm.measurement import Measurement
@@ -21,6 +22,7 @@ from ppgm.mechanisms import GaussianMechanism, LaplaceMechanism, PrivacyAccounta
 from ppgm.rng import as_generator
 from ppgm.tables import contingency_tables as _engine_tables
 
+from .archive import MAX_BYTES, read_npz
 from .data import check_known, codes_or_unknown, declared_domain
 from .models import declared_states, markov_to_pgmpy
 
@@ -105,9 +107,14 @@ class NoisyTables:
                      n: float | None = None, spent: Sequence[Mapping] = (), integer: bool = False) -> "NoisyTables":
         """Tables released by someone else, as pgmpy ``DiscreteFactor``s of noisy counts (``private``
         is False: ppgm cannot vouch for how they were made)."""
-        scales = [scale] * len(factors) if np.isscalar(scale) else list(scale)
+        if isinstance(factors, (str, bytes)) or not isinstance(factors, Sequence) or not all(isinstance(f, DiscreteFactor) for f in factors):
+            raise TypeError(f"factors: expected a list of pgmpy DiscreteFactors of noisy counts, got {factors!r:.80}")
+        if not factors:
+            raise ValueError("factors: expected at least one table")
+        scales = [scale] * len(factors) if not isinstance(scale, (list, tuple, np.ndarray)) else list(scale)
         if len(scales) != len(factors):
             raise ValueError(f"scale: expected one scale or {len(factors)}, got {len(scales)}")
+        scales = [checks.positive(s, "scale") for s in scales]
         out = []
         for f, s in zip(factors, scales):
             names = {v: list(f.state_names[v]) if f.state_names and v in f.state_names else list(range(c))
@@ -128,16 +135,34 @@ class NoisyTables:
         np.savez(Path(path), meta=np.array(json.dumps(meta)), **arrays)
 
     @classmethod
-    def load(cls, path) -> "NoisyTables":
-        """Read a release written by :meth:`save`."""
-        with np.load(Path(path), allow_pickle=False) as z:
+    def load(cls, path, max_bytes: int = MAX_BYTES) -> "NoisyTables":
+        """Read a release written by :meth:`save`. The archive's headers are checked before anything
+        is unpacked (a file that would unpack to more than ``max_bytes`` is refused: release files
+        come from others), and every table is validated as a measurement.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> t = NoisyTables.from_factors([DiscreteFactor(["A"], [2], [40.2, 59.1])], noise="laplace", scale=1.0)
+        >>> f = os.path.join(tempfile.mkdtemp(), "rel.npz"); t.save(f)
+        >>> NoisyTables.load(f).factors[0].values.tolist()
+        [40.2, 59.1]
+        """
+        what = "a ppgm release (NoisyTables.save)"
+        z = read_npz(path, what, required=("meta",), max_bytes=max_bytes)
+        try:
             meta = json.loads(str(z["meta"]))
             out = []
             for i, fm in enumerate(meta["factors"]):
                 variables = tuple(fm["variables"])
                 names = {v: fm["state_names"][str(v)] for v in variables}
-                out.append(NoisyFactor(variables, z[f"t{i}"], names, fm["noise"], float(fm["scale"]), bool(fm.get("integer", False))))
-        return cls(tuple(out), meta["n"], tuple(meta["spent"]), bool(meta.get("private", False)))
+                m = Measurement(variables, z[f"t{i}"], fm["noise"], fm["scale"], meta["n"], integer=bool(fm.get("integer", False)))
+                if m.shape != tuple(len(names[v]) for v in variables):
+                    raise ValueError(f"table {i} has shape {m.shape} but its states give {tuple(len(names[v]) for v in variables)}")
+                out.append(NoisyFactor(variables, m.values, names, m.noise, m.scale, m.integer))
+            return cls(tuple(out), meta["n"], tuple(meta["spent"]), bool(meta.get("private", False)))
+        except (KeyError, TypeError, ValueError, json.JSONDecodeError) as err:
+            raise ValueError(f"path: {str(path)!r} is not {what}: {err!s}") from None
 
 
 def _plain(x):
@@ -147,7 +172,14 @@ def _plain(x):
 def _cliques(cliques_or_model) -> list[tuple]:
     if isinstance(cliques_or_model, DiscreteMarkovNetwork):
         return [tuple(f.variables) for f in cliques_or_model.get_factors()] or [tuple(e) for e in cliques_or_model.edges()]
-    return [tuple(c) for c in cliques_or_model]
+    return checks.cliques(cliques_or_model, "cliques_or_model")
+
+
+def _check_release_arguments(mechanism, accountant, name: str = "mechanism") -> None:
+    if not isinstance(mechanism, (LaplaceMechanism, GaussianMechanism)):
+        raise TypeError(f"{name}: expected a LaplaceMechanism or GaussianMechanism instance, got {mechanism!r}")
+    if accountant is not None and not isinstance(accountant, PrivacyAccountant):
+        raise TypeError(f"accountant: expected a PrivacyAccountant or None, got {accountant!r}")
 
 
 def release_tables(
@@ -217,6 +249,7 @@ def release_tables(
     >>> next(iter(rel)).scale, rel.spent, rel.private
     (1.0, ({'what': 'tables', 'epsilon': 1.0},), True)
     """
+    _check_release_arguments(mechanism, accountant)
     rng = noise_generator(seed)  # None: private noise (and an unseeded choice of records)
     counted = bounded_tables(data, cliques_or_model, state_names=state_names, individuals=individuals,
                              max_contributions=max_contributions, reweight=reweight, weights=weights,
@@ -294,7 +327,7 @@ def bounded_tables(
     if absent:
         raise ValueError(f"cliques_or_model: columns {absent} are not in the data; it has {list(data.columns)}")
     declared = declared_states(cliques_or_model) if isinstance(cliques_or_model, DiscreteMarkovNetwork) else {}
-    dom = declared_domain(columns, {**declared, **dict(state_names or {})})
+    dom = declared_domain(columns, {**declared, **checks.state_names(state_names)})
     codes = codes_or_unknown(data, dom)
     keep, w, contribution = _bounded_records(data, dom, codes, individuals, max_contributions, reweight, weights, on_unknown, rng)
     codes = codes[keep]
@@ -320,11 +353,7 @@ def _bounded_records(data, dom, codes, individuals, max_contributions, reweight,
     if weights is not None:
         if reweight:
             raise ValueError("weights: not with reweight=True (reweighting sets the weights)")
-        w = np.asarray(weights, dtype=float).ravel()
-        if w.shape[0] != len(data):
-            raise ValueError(f"weights: expected {len(data)} weights, one per record, got {w.shape[0]}")
-        if not np.all(np.isfinite(w)) or (w < 0).any() or (w > 1).any():
-            raise ValueError("weights: expected weights in [0, 1] (the public bound of one record's weight is 1)")
+        w = checks.weights(weights, len(data), upper=1.0)  # the public bound of one record's weight is 1
     if individuals is None:
         if max_contributions is not None or reweight:
             raise ValueError("individuals: max_contributions and reweight bound each individual's records; name the individuals")

@@ -7,12 +7,14 @@ from pgmpy.base import DAG
 from pgmpy.models import DiscreteBayesianNetwork
 from pgmpy.parameter_estimator.base import DiscreteParameterEstimator
 
+from ppgm import checks
 from ppgm.binary_encoding import binary_encoding
 from ppgm.cpts import empirical_cpts
 from ppgm.domain import Domain
 from ppgm.robust_filter import filter_known_topology
+from ppgm.rng import as_generator
 
-from .data import encode
+from .data import check_frame, encode
 from .models import tabular_cpds
 
 
@@ -110,8 +112,17 @@ class RobustFilter(DiscreteParameterEstimator):
         """Filter ``data`` and estimate the CPTs of ``model``'s DAG; returns ``self``."""
         if not (isinstance(self.epsilon, (int, float, np.floating)) and 0 < self.epsilon < 0.5):
             raise ValueError(f"epsilon: expected a corrupted fraction in (0, 1/2), got {self.epsilon!r}")
-        if self.encoding not in ("native", "binary"):
-            raise ValueError(f"encoding: expected 'native' or 'binary', got {self.encoding!r}")
+        checks.choice(self.encoding, "encoding", ("native", "binary"))
+        check_frame(data, "data")
+        if len(data) == 0:
+            raise ValueError("data: the DataFrame has no rows")
+        declared = checks.state_names(self.state_names)
+        for v, states in declared.items():
+            if v in data.columns:
+                unknown = sorted(set(data[v].dropna().unique()) - set(states), key=str)
+                if unknown:
+                    raise ValueError(f"state_names: column {v!r} has values {unknown[:5]} that are not among its states {states}")
+        as_generator(self.seed)  # checked before any work
         self._initialize_fit(model, data, sample_weight=sample_weight)
         m = self._model
         nodes = list(m.nodes())
@@ -120,7 +131,7 @@ class RobustFilter(DiscreteParameterEstimator):
         parents = {v: tuple(m.get_parents(v)) for v in nodes}
         cards = max(dom.cards, default=1)
         records = encode(self._data, dom, dtype=np.int8 if cards <= 127 else np.int16 if cards <= 32767 else np.int64)
-        rng = np.random.default_rng(self.seed)
+        rng = as_generator(self.seed)
         kw = dict(mode=self.mode, C=self.C, max_rounds=self.max_rounds, rounds=self.rounds, seed=rng, progress=self.progress)
         if self.encoding == "native":
             res = filter_known_topology(records, dom, parents, self.epsilon, **kw)

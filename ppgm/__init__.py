@@ -61,6 +61,7 @@ from .metrics import entropy, kl_divergence, log_likelihood, nllh, total_variati
 from .sampling import sample, sample_bayes, sample_markov
 from .tables import contingency_tables
 from .executor import BlockLost, InProcess, LocalBlocks, RecordBlock, record_blocks
+from .progress import ConvergenceWarning, set_progress
 
 __version__ = "0.1.0"
 
@@ -121,4 +122,6 @@ __all__ = [
     "LocalBlocks",
     "RecordBlock",
     "record_blocks",
+    "set_progress",
+    "ConvergenceWarning",
 ]

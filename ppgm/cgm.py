@@ -45,19 +45,21 @@ What the defaults were measured against (the paper's 10 x 10 third-order chain, 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 from scipy.optimize import minimize
-from tqdm.auto import tqdm
 
+from . import checks
 from .domain import Domain
 from .factor import Factor
 from .markov import MarkovNetwork
 from .measurement import Measurement
 from .mle import FitResult, MarginalOracle, fit_marginals
 from .projection import project_simplex
+from .progress import ConvergenceWarning, logger, progress_bar
 
 
 def _check_measurements(domain: Domain, measurements: Sequence[Measurement]) -> list[Measurement]:
@@ -101,10 +103,16 @@ def population_size(measurements: Sequence[Measurement]) -> float:
 
 
 def _resolve_n(ms: Sequence[Measurement], N: float | None) -> float:
-    N = population_size(ms) if N is None else float(N)
-    if not N > 0:
-        raise ValueError(f"N: expected a positive record count, got {N}")
-    return N
+    return population_size(ms) if N is None else checks.positive(N, "N")
+
+
+def _check_l2(l2, allow_calibrated: bool) -> float | str | None:
+    if l2 is None or (allow_calibrated and isinstance(l2, str) and l2 == "calibrated"):
+        return l2
+    if isinstance(l2, str):
+        options = "a number, None or 'calibrated'" if allow_calibrated else "a number or None"
+        raise ValueError(f"l2: expected {options}, got {l2!r}")
+    return checks.non_negative(l2, "l2")
 
 
 def naive_mle(
@@ -140,18 +148,23 @@ def naive_mle(
     """
     ms = _check_measurements(domain, measurements)
     N = _resolve_n(ms, N)
+    l2 = _check_l2(l2, allow_calibrated=True)
     if isinstance(l2, str):
-        if l2 != "calibrated":
-            raise ValueError(f"l2: expected a number, None or 'calibrated', got {l2!r}")
         l2 = noise_calibrated_l2(ms, N)
     l2 = 1.0 / N if l2 is None else float(l2)
+    max_iter, tol = checks.count(max_iter, "max_iter"), checks.positive(tol, "tol")
     if project:
         targets = [Factor(m.variables, project_simplex(m.values / N)) for m in ms]
-        return fit_marginals(domain, targets, l2=l2, max_iter=max_iter, tol=tol)
-    if l2 <= 0:
-        raise ValueError("l2: the unprojected naive MLE needs l2 > 0 (raw pseudo-marginals need not sum to one)")
-    raw = [Factor(m.variables, m.values / N) for m in ms]
-    return fit_marginals(domain, raw, l2=l2, max_iter=max_iter, tol=tol, check_targets=False)
+        fit = fit_marginals(domain, targets, l2=l2, max_iter=max_iter, tol=tol)
+    else:
+        if l2 <= 0:
+            raise ValueError("l2: the unprojected naive MLE needs l2 > 0 (raw pseudo-marginals need not sum to one)")
+        raw = [Factor(m.variables, m.values / N) for m in ms]
+        fit = fit_marginals(domain, raw, l2=l2, max_iter=max_iter, tol=tol, check_targets=False)
+    if not fit.converged:
+        warnings.warn(f"naive MLE: L-BFGS stopped after {len(fit.history)} iterations before its tolerance was met "
+                      f"(max_iter={max_iter}); the fit is approximate", ConvergenceWarning, stacklevel=2)
+    return fit
 
 
 @dataclass(frozen=True)
@@ -168,8 +181,11 @@ class CGMResult:
     history : list of dict
         Per EM iteration: ``objective`` (the approximate log marginal likelihood of the noisy tables
         under the parameters entering that iteration, Proposition 5 maximised over n, minus the
-        penalty N l2 ||theta||^2, under the E-step's noise model: the quantity EM increases), ``change`` (largest change of a clique marginal), ``estep_evals``,
-        ``mstep_iters``.
+        penalty N l2 ||theta||^2, under the E-step's noise model: the quantity EM increases),
+        ``change`` (largest change of a clique marginal), ``estep_evals``, ``estep_converged`` (the
+        E-step solver's own test passed; a last E-step that did not raises a ``ConvergenceWarning``),
+        ``mstep_iters``; the last record also has ``stopped``, why EM stopped (``max_iter`` is the
+        intended stop at the defaults: EM's path regularises, see :func:`cgm_em`).
     """
 
     model: MarkovNetwork
@@ -239,8 +255,9 @@ def _noise_constants(ms: Sequence[Measurement]) -> float:
 
 
 def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measurement], N: float,
-               lam0: np.ndarray | None = None, max_iter: int = 500, tol: float = 1e-9):
-    """Solve Problem 6 through its dual; returns (lambda, marginals, primal value, evaluations)."""
+               lam0: np.ndarray | None = None, max_iter: int = 500, tol: float = 1e-9, info: dict | None = None):
+    """Solve Problem 6 through its dual; returns (lambda, marginals, primal value, evaluations).
+    ``info``, when given, receives ``converged`` (the solver's own test passed) and its ``message``."""
     P = oracle.params
     y = P.join([m.values for m in ms])
     s2 = P.join([np.full(m.shape, m.scale**2 if m.noise == "gaussian" else 0.0) for m in ms])
@@ -273,6 +290,8 @@ def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measureme
     res = minimize(Dz, x0 * h, jac=True, method="L-BFGS-B", bounds=zb,
                    options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-14, "maxcor": 20})
     res.x = res.x / h
+    if info is not None:
+        info.update(converged=bool(res.success), message=str(res.message))
     log_z, mus = oracle(theta - res.x)
     value = float(res.x @ y + 0.5 * (s2 * res.x) @ res.x + N * log_z) + _noise_constants(ms)
     return res.x, mus, value, evals[0]
@@ -308,7 +327,7 @@ def cgm_em(
     init: MarkovNetwork | None = None,
     progress: bool = True,
     mstep_iter: int = 100,
-    estep_iter: int = 500,
+    estep_iter: int | None = None,
     estep_tol: float = 1e-9,
     adaptive_estep: bool = True,
     mstep_tol: float = 1e-8,
@@ -348,10 +367,11 @@ def cgm_em(
         the posterior mean that exact EM would use). ``False`` keeps the exact Laplace likelihood
         (Problem 6 as printed).
     progress : bool
-        Show a tqdm bar.
+        Show a progress bar (drawn only in a terminal or a notebook; see ``ppgm.progress``).
     estep_iter, estep_tol : int, float
-        L-BFGS-B iteration limit and gradient tolerance (relative to N) of each dual E-step; it is
-        warm-started from the previous E-step, so a loose E-step still converges over EM iterations.
+        Iteration limit of each E-step (default 500 L-BFGS-B iterations for ``"dual"``, 2000 fixed-point
+        iterations for ``"nlbp"``) and the dual's gradient tolerance (relative to N); the dual E-step
+        is warm-started from the previous one, so a loose E-step still converges over EM iterations.
     adaptive_estep : bool
         Solve each E-step only to ``max(estep_tol, min(1e-6, 1e-3 * change))``, where ``change`` is the
         previous EM iteration's largest marginal change: inexact E-steps while EM still moves.
@@ -376,12 +396,18 @@ def cgm_em(
     5000.0
     """
     ms = _check_measurements(domain, measurements)
-    if estep not in ("dual", "nlbp"):
-        raise ValueError(f"estep: expected 'dual' or 'nlbp', got {estep!r}")
+    checks.choice(estep, "estep", ("dual", "nlbp"))
+    estep_iter = (500 if estep == "dual" else 2000) if estep_iter is None else estep_iter
+    max_iter, mstep_iter, estep_iter = (checks.count(max_iter, "max_iter"), checks.count(mstep_iter, "mstep_iter"),
+                                        checks.count(estep_iter, "estep_iter"))
+    tol, rtol = checks.positive(tol, "tol"), checks.non_negative(rtol, "rtol")
+    estep_tol, mstep_tol = checks.positive(estep_tol, "estep_tol"), checks.positive(mstep_tol, "mstep_tol")
+    checks.in_range(damping, "damping", 0.0, 1.0, closed=False)
+    checks.non_negative(smoothing, "smoothing")
     N = _resolve_n(ms, N)
-    l2 = noise_aware_l2(ms, N) if l2 is None else float(l2)
-    if not np.isfinite(l2) or l2 < 0:
-        raise ValueError(f"l2: expected a non-negative number, got {l2!r}")
+    l2 = noise_aware_l2(ms, N) if l2 is None else _check_l2(l2, allow_calibrated=False)
+    if init_l2 is not None:
+        init_l2 = _check_l2(init_l2, allow_calibrated=True)
     oracle = MarginalOracle(domain, [m.variables for m in ms])
     P = oracle.params
     if init is None:
@@ -390,19 +416,27 @@ def cgm_em(
              damping, smoothing, mstep_tol, mstep_iter)
     theta = P.join([f.values for f in init.factors])
     history: list = []
-    bar = tqdm(total=max_iter, desc="CGM-EM", disable=not progress, leave=False)
+    bar = progress_bar(total=max_iter, desc="CGM-EM", enabled=progress)
+    stopped = f"max_iter ({max_iter}) reached"
     for _ in range(max_iter):
         theta, record = em.iterate(theta)
         history.append(record)
+        logger.debug("CGM-EM iteration %d: objective %.6g, largest marginal change %.3g", len(history), record["objective"], record["change"])
         bar.update(1)
         if callback is not None:
             try:
                 callback(len(history), P.model(theta), record)
             except StopIteration:
+                stopped = "callback raised StopIteration"
                 break
         if _em_converged(history, tol, rtol):
+            stopped = "converged (marginal change below tol, or objective gain below rtol)"
             break
     bar.close()
+    history[-1]["stopped"] = stopped
+    if not history[-1]["estep_converged"]:
+        warnings.warn(f"CGM-EM: the last E-step ({estep}) stopped before its convergence test passed; the expected counts "
+                      "are approximate (see history[-1]; for estep='nlbp' try more damping)", ConvergenceWarning, stacklevel=2)
     return CGMResult(P.model(theta), em.counts, N, history)
 
 
@@ -444,7 +478,7 @@ class _EM:
         """One EM iteration from ``theta``: the new parameters and the iteration's history record."""
         P, N = self.oracle.params, self.N
         log_z_theta = self.oracle.flat(theta)[0]
-        mus, value, evals = self._expected(theta)
+        mus, value, evals, converged = self._expected(theta)
         targets = [Factor(m.variables, np.clip(mu, 0, None) / np.clip(mu, 0, None).sum()) for m, mu in zip(self.ms, mus)]
         # M-step from theta - lambda: its marginals are the E-step's exactly, so it is the optimum
         # without the L2 term and the penalised optimum is close (the M-step then takes a few steps).
@@ -459,18 +493,22 @@ class _EM:
         self.prev_mu, self.last_change = mu_flat, change
         penalty = N * self.l2 * float(theta @ theta)
         record = {"objective": value - N * log_z_theta - penalty if self.estep == "dual" else float("nan"),
-                  "change": change, "estep_evals": int(evals), "mstep_iters": len(fit.history)}
+                  "change": change, "estep_evals": int(evals), "estep_converged": bool(converged), "mstep_iters": len(fit.history)}
         return new, record
 
-    def _expected(self, theta: np.ndarray) -> tuple[list, float, int]:
-        """The E-step: expected clique marginals of the true counts, the dual value, evaluations."""
+    def _expected(self, theta: np.ndarray) -> tuple[list, float, int, bool]:
+        """The E-step: expected clique marginals of the true counts, the dual value, evaluations, and
+        whether the solver's convergence test passed."""
         N = self.N
         if self.estep == "dual":
             # inexact E-steps while EM moves a lot, exact ones as it settles
             tol_t = self.estep_tol if not self.adaptive_estep or not np.isfinite(self.last_change) else max(
                 self.estep_tol, min(1e-6, 1e-3 * self.last_change))
-            self.lam, mus, value, evals = estep_dual(self.oracle, theta, self.ms, N, lam0=self.lam, max_iter=self.estep_iter, tol=tol_t)
+            info: dict = {}
+            self.lam, mus, value, evals = estep_dual(self.oracle, theta, self.ms, N, lam0=self.lam, max_iter=self.estep_iter, tol=tol_t,
+                                                     info=info)
             self.counts = [N * mu for mu in mus]
-            return mus, value, evals
-        self.counts, evals, _ = estep_nlbp(self.oracle, theta, self.ms, N, self.damping, self.smoothing, counts0=self.counts)
-        return [c / N for c in self.counts], float("nan"), evals
+            return mus, value, evals, info["converged"]
+        self.counts, evals, converged = estep_nlbp(self.oracle, theta, self.ms, N, self.damping, self.smoothing,
+                                                   max_iter=self.estep_iter, counts0=self.counts)
+        return [c / N for c in self.counts], float("nan"), evals, converged

@@ -8,13 +8,15 @@ on the scale of the potentials. The Bethe free energy at the fixed point estimat
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass, field
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from .factor import Factor, logsumexp
 from .markov import MarkovNetwork
+from .progress import ConvergenceWarning, progress_bar
 
 
 def _xlogy(p: np.ndarray, logq: np.ndarray) -> np.ndarray:
@@ -82,7 +84,7 @@ def loopy_belief_propagation(
         Stop when no normalised factor-to-variable message changes by more than ``tol``.
     max_iter : int
     progress : bool
-        Show a tqdm bar.
+        Show a progress bar (drawn only in a terminal or a notebook; see ``ppgm.progress``).
 
     Examples
     --------
@@ -101,7 +103,7 @@ def loopy_belief_propagation(
     history: list = []
     converged = False
     it = 0
-    bar = tqdm(total=max_iter, desc="loopy BP", disable=not progress, leave=False)
+    bar = progress_bar(total=max_iter, desc="loopy BP", enabled=progress)
     for it in range(1, max_iter + 1):
         history.append(bp.sweep(damping))
         bar.update(1)
@@ -109,6 +111,10 @@ def loopy_belief_propagation(
             converged = True
             break
     bar.close()
+    if not converged:
+        warnings.warn(f"loopy BP did not converge in {it} iterations (last message change "
+                      f"{history[-1] if history else float('nan'):.3g} > tol {tol:.3g}); see the result's history",
+                      ConvergenceWarning, stacklevel=2)
     factor_lb, var_lb, log_z = bp.bethe(model)
     return LoopyResult(factor_lb, var_lb, log_z, converged, it, history)
 

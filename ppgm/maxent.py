@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from . import checks
 from .domain import Domain
 from .executor import Executor, InProcess
 from .measurement import Measurement
 from .rng import as_generator
+from .progress import progress_bar
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -404,7 +405,7 @@ def fit_maxent(
         the iterates keep the chains' Monte Carlo noise, their average does not); 0: the last iterate.
     seed : int or numpy.random.Generator, optional
     progress : bool
-        Show a tqdm progress bar.
+        Show a progress bar (drawn only in a terminal or a notebook; see ``ppgm.progress``).
     model, state : optional
         Warm start: continue from a fitted model and its chains (and generators).
     n_shards : int
@@ -432,7 +433,8 @@ def fit_maxent(
     >>> np.round(fit.model.predict_proba(np.array([[0, 0], [1, 0]])), 1).tolist()
     [0.2, 0.8]
     """
-    tables = _check_fit_arguments(tables, n_chains, max_iter, l2_mu, l2_theta, average)
+    tables = _check_fit_arguments(tables, n_chains, max_iter, l2_mu, l2_theta, average, step_mu, step_theta, max_step,
+                                  n_shards, callback_every)
     layout = model.layout if model is not None else MaxEntLayout.from_tables(domain, tables)
     T = len(tables)
     obs = _Observed.of(layout, tables, n)
@@ -447,7 +449,7 @@ def fit_maxent(
     history: dict = {"step": [], "d_error": [], "c_error": [], "step_size": []}
     start_avg = int(max_iter) - int(round(average * int(max_iter)))
     sums = [np.zeros_like(model.mu), np.zeros_like(model.theta), 0.0, 0]
-    for it in tqdm(range(int(max_iter)), desc="PCD", disable=not progress, leave=False):
+    for it in progress_bar(range(int(max_iter)), desc="PCD", enabled=progress):
         pairs = pool.map(_pcd_step, layout=layout, mu=model.mu, theta=model.theta, theta0=float(model.theta0)).persist()
         record = update.apply(model, pairs.reduce(_stats_of))
         pool = pairs.map(_shard_of).persist()
@@ -469,21 +471,32 @@ def fit_maxent(
     return PCDResult(model, state, history)
 
 
-def _check_fit_arguments(tables, n_chains, max_iter, l2_mu, l2_theta, average) -> list:
+def _check_fit_arguments(tables, n_chains, max_iter, l2_mu, l2_theta, average, step_mu, step_theta, max_step, n_shards,
+                         callback_every) -> list:
+    if isinstance(tables, (str, bytes)) or not isinstance(tables, (list, tuple)):
+        raise TypeError(f"tables: expected a list of aggregated Measurements, got {type(tables).__name__}")
     tables = list(tables)
     if not tables:
         raise ValueError("tables: expected at least one aggregated table")
     for k, t in enumerate(tables):
+        if not isinstance(t, Measurement):
+            raise TypeError(f"tables[{k}]: expected a ppgm Measurement, got {type(t).__name__}")
         if t.label_sums is None:
             raise ValueError(f"tables[{k}]: expected label sums (aggregated counts d and label sums c)")
-    for name, val in (("n_chains", n_chains), ("max_iter", max_iter)):
-        if int(val) < 1:
-            raise ValueError(f"{name}: expected a positive integer, got {val!r}")
-    for name, val in (("l2_mu", l2_mu), ("l2_theta", l2_theta)):
-        if not (np.isfinite(val) and val >= 0):
-            raise ValueError(f"{name}: expected a non-negative penalty, got {val!r}")
-    if not 0 <= average < 1:
-        raise ValueError(f"average: expected a fraction in [0, 1), got {average!r}")
+    checks.count(n_chains, "n_chains")
+    checks.count(max_iter, "max_iter")
+    checks.count(callback_every, "callback_every")
+    if checks.count(n_shards, "n_shards") > n_chains:
+        raise ValueError(f"n_shards: expected 1 .. n_chains ({n_chains}), got {n_shards!r}")
+    checks.non_negative(l2_mu, "l2_mu")
+    checks.non_negative(l2_theta, "l2_theta")
+    checks.positive(max_step, "max_step", allow_inf=True)
+    for name, step in (("step_mu", step_mu), ("step_theta", step_theta)):
+        if step is not None:
+            checks.positive(step, name)
+    checks.in_range(average, "average", 0.0, 1.0)
+    if average == 1.0:
+        raise ValueError("average: expected a fraction in [0, 1), got 1.0")
     return tables
 
 

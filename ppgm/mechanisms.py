@@ -33,6 +33,7 @@ from scipy.optimize import brentq, minimize_scalar
 from .factor import Factor
 from .measurement import Measurement
 from .noise import add_noise
+from .rng import as_generator
 
 
 class BudgetExceeded(ValueError):
@@ -315,12 +316,13 @@ def noise_generator(seed) -> np.random.Generator | None:
     :class:`NotPrivateWarning`."""
     if seed is None:
         return None
+    rng = as_generator(seed)
     warnings.warn(
         "seeded noise: this release is reproducible and NOT differentially private (anyone who knows or "
         "guesses the seed can remove the noise); omit seed= for a private release",
         NotPrivateWarning, stacklevel=3,
     )
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    return rng
 
 
 @dataclass(frozen=True)
@@ -412,7 +414,8 @@ def release_parts(mechanism: _Mechanism, what: str, publish_n=False, before: Seq
     (['tables', 'N'], 0.1)
     """
     n_mech = publish_n if isinstance(publish_n, _Mechanism) else None
-    if n_mech is None and publish_n not in (None, False, True, "public"):
+    if n_mech is None and not (publish_n is None or isinstance(publish_n, (bool, np.bool_)) or
+                               (isinstance(publish_n, str) and publish_n == "public")):
         raise ValueError(f"publish_n: expected False, 'public' (or True) or a mechanism to noise N with, got {publish_n!r}")
     parts = [dict(p) for p in before] + [{"what": what, **mechanism.cost}]
     if n_mech is not None:

@@ -6,6 +6,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from . import checks
 from .domain import Domain
 from .executor import Blocks, add_all
 from .factor import Factor
@@ -75,11 +76,7 @@ def count_block(block, domain: Domain, scopes: Sequence[tuple], weights=None) ->
     if rec.shape[0] == 0:
         return None
     if weights is not None:
-        weights = np.asarray(weights, dtype=float).ravel()
-        if weights.shape[0] != rec.shape[0]:
-            raise ValueError(f"weights: expected {rec.shape[0]} weights for the chunk's records, got {weights.shape[0]}")
-        if not np.all(np.isfinite(weights)) or (weights < 0).any():
-            raise ValueError("weights: must be finite and non-negative")
+        weights = checks.weights(weights, rec.shape[0])
     out = []
     for scope in scopes:
         shape = domain.shape(scope)
@@ -93,9 +90,7 @@ def _chunks(records, weights, chunk_size: int) -> Iterable[tuple]:
     """Pair record chunks with their weight chunks."""
     if isinstance(records, np.ndarray) or (isinstance(records, (list, tuple)) and _is_table(records)):
         arr = np.asarray(records)
-        w = None if weights is None else np.asarray(weights, dtype=float).ravel()
-        if w is not None and arr.ndim >= 1 and w.shape[0] != arr.shape[0]:
-            raise ValueError(f"weights: expected {arr.shape[0]} weights, one per record, got {w.shape[0]}")
+        w = None if weights is None else checks.weights(weights, arr.shape[0] if arr.ndim >= 1 else None)
         if arr.ndim != 2:
             yield arr, w  # check_records raises the shape error
             return

@@ -1,0 +1,244 @@
+"""Argument checks shared by every public entry point: each failure is a ``ValueError`` or
+``TypeError`` whose message starts with the argument's name and says what was expected.
+
+Booleans are never numbers here (``True`` is not a count of 1), strings are never sequences of
+names (``"AB"`` is not the clique ``("A", "B")``), and NaN or infinity is never a size, a weight or
+a tolerance.
+
+Examples
+--------
+>>> positive(0.5, "epsilon")
+0.5
+>>> count(3, "max_iter")
+3
+>>> try:
+...     count(2.5, "max_iter")
+... except TypeError as err:
+...     print(err)
+max_iter: expected a whole number, got 2.5
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+
+def _is_real(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+def real(x, name: str) -> float:
+    """``x`` as a float; a ``TypeError`` naming ``name`` unless it is a real number (not a bool,
+    a string or a container).
+
+    Examples
+    --------
+    >>> real(np.float32(2), "l2")
+    2.0
+    """
+    if not _is_real(x):
+        raise TypeError(f"{name}: expected a number, got {x!r}")
+    return float(x)
+
+
+def positive(x, name: str, allow_inf: bool = False) -> float:
+    """A positive finite number (``allow_inf``: infinity allowed).
+
+    Examples
+    --------
+    >>> positive(1e-3, "tol")
+    0.001
+    """
+    v = real(x, name)
+    if not (v > 0 and (math.isfinite(v) or (allow_inf and v == math.inf))):
+        raise ValueError(f"{name}: expected a positive {'' if allow_inf else 'finite '}number, got {x!r}")
+    return v
+
+
+def non_negative(x, name: str) -> float:
+    """A finite number >= 0.
+
+    Examples
+    --------
+    >>> non_negative(0, "l2")
+    0.0
+    """
+    v = real(x, name)
+    if not (v >= 0 and math.isfinite(v)):
+        raise ValueError(f"{name}: expected a finite number >= 0, got {x!r}")
+    return v
+
+
+def in_range(x, name: str, lo: float, hi: float, closed: bool = True) -> float:
+    """A number in [lo, hi] (``closed=False``: in (lo, hi)).
+
+    Examples
+    --------
+    >>> in_range(0.3, "average", 0, 1)
+    0.3
+    """
+    v = real(x, name)
+    ok = (lo <= v <= hi) if closed else (lo < v < hi)
+    if not ok:
+        raise ValueError(f"{name}: expected a number in {'[' if closed else '('}{lo}, {hi}{']' if closed else ')'}, got {x!r}")
+    return v
+
+
+def count(x, name: str, minimum: int = 1) -> int:
+    """A whole number >= ``minimum`` (an integral float such as ``3.0`` is accepted).
+
+    Examples
+    --------
+    >>> count(np.int64(4), "n_chains")
+    4
+    """
+    if isinstance(x, (bool, np.bool_)) or not (_is_real(x) and math.isfinite(float(x)) and float(x) == int(x)):
+        raise TypeError(f"{name}: expected a whole number, got {x!r}")
+    v = int(x)
+    if v < minimum:
+        raise ValueError(f"{name}: expected a whole number >= {minimum}, got {x!r}")
+    return v
+
+
+def flag(x, name: str) -> bool:
+    """A bool (numpy's too).
+
+    Examples
+    --------
+    >>> flag(np.True_, "reweight")
+    True
+    """
+    if not isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected True or False, got {x!r}")
+    return bool(x)
+
+
+def choice(x, name: str, options: Sequence) -> Any:
+    """One of ``options``.
+
+    Examples
+    --------
+    >>> choice("dual", "estep", ("dual", "nlbp"))
+    'dual'
+    """
+    if not isinstance(x, str) or x not in options:
+        raise ValueError(f"{name}: expected one of {tuple(options)}, got {x!r}")
+    return x
+
+
+def names(x, name: str, allow_empty: bool = False) -> tuple:
+    """A sequence of distinct hashable names (not a bare string).
+
+    Examples
+    --------
+    >>> names(["A", "B"], "columns")
+    ('A', 'B')
+    """
+    if isinstance(x, (str, bytes)) or not isinstance(x, (Sequence, np.ndarray, *pd_index_types())):
+        raise TypeError(f"{name}: expected a list of names, got {x!r}")
+    out = tuple(x)
+    for v in out:
+        try:
+            hash(v)
+        except TypeError:
+            raise TypeError(f"{name}: names must be hashable, got {v!r}") from None
+    if not out and not allow_empty:
+        raise ValueError(f"{name}: expected at least one name")
+    dup = sorted({str(v) for v in out if out.count(v) > 1})
+    if dup:
+        raise ValueError(f"{name}: repeated names {dup}")
+    return out
+
+
+def pd_index_types() -> tuple:
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        return ()
+    return (pd.Index,)
+
+
+def cliques(x, name: str = "cliques") -> list[tuple]:
+    """A list of cliques, each a non-empty sequence of distinct names. A bare sequence of names
+    (``("A", "B")``) is refused: it reads as one clique to some and as two 1-way cliques to others.
+
+    Examples
+    --------
+    >>> cliques([("A", "B"), ["C"]])
+    [('A', 'B'), ('C',)]
+    >>> try:
+    ...     cliques(("A", "B"))
+    ... except TypeError as err:
+    ...     print(str(err)[:60])
+    cliques: expected a list of cliques (each a tuple of names),
+    """
+    if isinstance(x, (str, bytes)) or not isinstance(x, (list, tuple)):
+        raise TypeError(f"{name}: expected a list of cliques (each a tuple of names), got {x!r}")
+    if x and all(not isinstance(c, (list, tuple)) for c in x):
+        raise TypeError(
+            f"{name}: expected a list of cliques (each a tuple of names), got a bare sequence of names {tuple(x)!r}; "
+            f"write [{tuple(x)!r}] for one clique, or [(v,) for v in ...] for one table per variable"
+        )
+    out = []
+    for i, c in enumerate(x):
+        if isinstance(c, (str, bytes)) or not isinstance(c, (list, tuple)):
+            raise TypeError(f"{name}[{i}]: expected a tuple of names, got {c!r}")
+        out.append(names(c, f"{name}[{i}]"))
+    if not out:
+        raise ValueError(f"{name}: expected at least one clique")
+    return out
+
+
+def mapping(x, name: str, allow_none: bool = True) -> dict:
+    """A mapping (or None, as an empty one).
+
+    Examples
+    --------
+    >>> mapping(None, "state_names")
+    {}
+    """
+    if x is None and allow_none:
+        return {}
+    if not isinstance(x, Mapping):
+        raise TypeError(f"{name}: expected a mapping, got {x!r}")
+    return dict(x)
+
+
+def state_names(x, name: str = "state_names") -> dict:
+    """``{variable: states}``, each a non-empty sequence of distinct states (not a string).
+
+    Examples
+    --------
+    >>> state_names({"A": ["no", "yes"]})
+    {'A': ['no', 'yes']}
+    """
+    out = {}
+    for v, states in mapping(x, name).items():
+        out[v] = list(names(states, f"{name}[{v!r}]"))
+    return out
+
+
+def weights(x, n: int | None, name: str = "weights", upper: float | None = None) -> np.ndarray:
+    """One finite non-negative weight per record (``n`` of them when ``n`` is given; at most
+    ``upper`` each when given), as a float array.
+
+    Examples
+    --------
+    >>> weights([0.5, 1], 2).tolist()
+    [0.5, 1.0]
+    """
+    try:
+        w = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected one number per record, got {type(x).__name__}") from None
+    if w.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D array of one weight per record, got shape {w.shape}")
+    if n is not None and w.shape[0] != n:
+        raise ValueError(f"{name}: expected {n} weights, one per record, got {w.shape[0]}")
+    if not np.all(np.isfinite(w)) or (w < 0).any() or (upper is not None and (w > upper).any()):
+        rng = f"[0, {upper:g}]" if upper is not None else "finite and non-negative"
+        raise ValueError(f"{name}: expected weights {'in ' if upper is not None else ''}{rng}")
+    return w

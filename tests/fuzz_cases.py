@@ -1,0 +1,368 @@
+"""Malformed inputs for every public entry point of ``ppgm.adapters`` (MER's own inputs excepted:
+they belong to the MER issue), and how each call ends.
+
+Each entry point has a builder of valid arguments and, per argument, values that are wrong for it
+(wrong type, non-finite, out of range, unknown or duplicate variables, ambiguous forms). A call with
+one argument replaced ends in one of three ways:
+
+* ``clear``: a ``ValueError`` or ``TypeError`` whose message names the argument;
+* ``obscure``: any other exception, or one that does not name the argument;
+* ``silent``: no error at all (a result computed from a wrong input).
+
+Whatever the outcome, the caller's objects must be unchanged. ``tests/test_fuzz.py`` runs every
+listed value and hypothesis-drawn numbers; ``python tests/fuzz_cases.py`` prints the counts per
+entry point.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+NAN, INF = float("nan"), float("inf")
+# values wrong for a positive real (epsilon, a scale, a weight); None is added where it is not a default
+BAD_POSITIVE = [0, 0.0, -1.0, NAN, INF, -INF, "1", True, [1.0]]
+BAD_COUNT = [0, -2, 2.5, NAN, INF, "3", True, [3]]  # wrong for a positive whole number
+BAD_SEED = ["seed", -1, 2.5, NAN, [0.5], {"a": 1}]
+BAD_FLAG = ["yes", 2, None, [True]]
+
+
+class Unhashable:
+    __hash__ = None  # type: ignore[assignment]
+
+
+@lru_cache(maxsize=None)
+def world() -> dict:
+    """Small valid objects every entry point is built from (made once; tests never change them)."""
+    import ppgm.adapters as pa
+    from pgmpy.factors.discrete import DiscreteFactor
+    from pgmpy.models import DiscreteMarkovNetwork
+
+    warnings.simplefilter("ignore")
+    asia = pa.load_bif_example("asia")
+    chain = pa.dirichlet_chain_network(4, 3, seed=0)
+    onetwothree = DiscreteMarkovNetwork([("A", "B")])
+    onetwothree.add_factors(DiscreteFactor(["A", "B"], [3, 2], np.arange(1.0, 7.0), state_names={"A": [1, 2, 3], "B": ["x", "y"]}))
+    df_chain = pa.sample(chain, 400, seed=0)
+    df_asia = pa.sample(asia, 400, seed=0)
+    rng = np.random.default_rng(0)
+    df_agg = pd.DataFrame({"a": rng.choice(["p", "q", "r"], 300), "x": rng.normal(size=300), "y": rng.integers(0, 2, 300)})
+    release = pa.release_tables(df_chain, chain, pa.LaplaceMechanism(1.0), seed=0, publish_n="public")
+    agg = pa.aggregate(df_agg, label="y")
+    tmp = tempfile.mkdtemp(prefix="ppgm_fuzz_")
+    release.save(os.path.join(tmp, "release.npz"))
+    agg.save(os.path.join(tmp, "agg.npz"))
+    return dict(asia=asia, chain=chain, onetwothree=onetwothree, df_chain=df_chain, df_asia=df_asia, df_agg=df_agg,
+                release=release, agg=agg, tmp=tmp, engine_chain=pa.to_engine(chain), engine_asia=pa.to_engine(asia))
+
+
+def _frames(df: pd.DataFrame, column: str, empty: bool = True, dropped: bool = True, missing: bool = True) -> list:
+    """Wrong data for an entry point that reads ``column`` of ``df``: not a DataFrame, the column
+    dropped, a missing value in it, no rows (each where that is wrong for the entry point)."""
+    nan = df.copy()
+    nan[column] = nan[column].astype(object)
+    nan.iloc[0, nan.columns.get_loc(column)] = None
+    return ([None, "data.csv", df.to_dict("list"), df.to_numpy()] + ([df.drop(columns=[column])] if dropped else [])
+            + ([nan] if missing else []) + ([df.iloc[:0]] if empty else []))
+
+
+@dataclass
+class Entry:
+    """One entry point: ``call(**kwargs)`` with ``valid()`` arguments, and per argument the wrong values."""
+
+    name: str
+    call: Callable[..., Any]
+    valid: Callable[[], dict]
+    bad: dict = field(default_factory=dict)
+    also: dict = field(default_factory=dict)  # argument -> other names a clear message may use instead
+
+
+def entries() -> list[Entry]:
+    import ppgm.adapters as pa
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    w = world()
+    mech = pa.LaplaceMechanism(1.0)
+    chain_states = {v: [0, 1, 2] for v in w["chain"].nodes()}
+
+    def release(**kw):
+        return pa.release_tables(**kw)
+
+    def robust_fit(data, epsilon=0.1, mode="calibrated", max_rounds=10, rounds=4, seed=0, state_names=None, encoding="native"):
+        bn = DiscreteBayesianNetwork(w["asia"].edges())
+        est = pa.RobustFilter(epsilon=epsilon, mode=mode, max_rounds=max_rounds, rounds=rounds, seed=seed, progress=False,
+                              state_names=state_names, encoding=encoding)
+        bn.fit(data, estimator=est)
+        return bn
+
+    def maxent_fit(aggregates, n_chains=200, max_iter=5, l2_mu=1.0, l2_theta=30.0, step_mu=None, step_theta=None, average=0.3,
+                   n_shards=1, seed=0):
+        return pa.MaxEntClassifier(n_chains=n_chains, max_iter=max_iter, l2_mu=l2_mu, l2_theta=l2_theta, step_mu=step_mu,
+                                   step_theta=step_theta, average=average, n_shards=n_shards, seed=seed, progress=False).fit(aggregates)
+
+    def maxent_predict(df):
+        return _fitted_maxent().predict_proba(df)
+
+    def bp_query(variables, evidence=None, model=None):
+        return pa.LogBeliefPropagation(model if model is not None else w["asia"]).query(variables, evidence=evidence)
+
+    def bp_log_z(evidence):
+        return pa.LogBeliefPropagation(w["onetwothree"]).log_partition_function(evidence)
+
+    def naive(noisy_tables, N=None, l2=None):
+        return pa.NaiveMLEEstimator(w["chain"]).estimate(noisy_tables, N=N, l2=l2)
+
+    def cgm(noisy_tables, N=None, l2=None, max_iter=2, tol=1e-6, rtol=1e-4, estep="dual"):
+        return pa.CGMEstimator(w["chain"]).estimate(noisy_tables, N=N, l2=l2, max_iter=max_iter, tol=tol, rtol=rtol, estep=estep, progress=False)
+
+    def spend(epsilon=None, rho=None, budget=None):
+        acc = pa.PrivacyAccountant(**(budget or {"epsilon": 1.0}))
+        acc.spend(epsilon=epsilon, rho=rho)
+        return acc
+
+    def filter_dask(records, epsilon=0.1, rounds=2, mode="single_pass"):
+        return pa.filter_dask(records, w["engine_asia"].domain, w["engine_asia"].parents, epsilon, mode=mode, rounds=rounds, seed=0,
+                              progress=False)
+
+    def dask_records():
+        import dask.array as da
+
+        return da.from_array(pa.encode(w["df_asia"], w["engine_asia"].domain), chunks=(200, -1))
+
+    frames_chain = _frames(w["df_chain"], "X1")
+    frames_release = _frames(w["df_chain"], "X1", empty=False)  # no records is a data set like any other
+    frames_asia = _frames(w["df_asia"], "smoke")
+    bad_cliques = [("X0", "X1"), [("X0", "Z")], [("X0", "X0")], [], [()], "X0X1", [["X0"], 3]]
+    return [
+        Entry("contingency_tables", pa.contingency_tables, lambda: dict(data=w["df_chain"], cliques=[("X0", "X1")]),
+              {"data": frames_chain, "cliques": bad_cliques, "state_names": [{"X0": []}, {"X0": [0, 0, 1]}, {"X0": "ab"}, ["X0"], {"X0": [0, 1]}],
+               "weights": [np.ones(3), -np.ones(400), np.full(400, NAN), "w", np.ones((400, 2))]},
+              {"state_names": ("data",)}),
+        Entry("release_tables", release,
+              lambda: dict(data=w["df_chain"], cliques_or_model=w["chain"], mechanism=mech, seed=0),
+              {"data": frames_release, "cliques_or_model": bad_cliques + [None, w["asia"]], "mechanism": [None, 1.0, "laplace", pa.LaplaceMechanism],
+               "state_names": [{"X0": []}, {"X0": [0, 0, 1]}, {"X0": "ab"}, ["X0"], {"X0": [0, 1]}],
+               "individuals": ["nobody", np.arange(3)], "publish_n": ["yes", 3, mech.epsilon],
+               "seed": BAD_SEED, "accountant": ["acc", 1.0], "on_unknown": ["ignore", None, 1],
+               "weights": [np.ones(3), -np.ones(400), np.full(400, NAN), "w"]},
+              {"state_names": ("data",)}),
+        Entry("release_tables(individuals)", release,
+              lambda: dict(data=w["df_chain"].assign(who=np.arange(400) % 50), cliques_or_model=w["chain"], mechanism=mech, seed=0,
+                           individuals="who", max_contributions=2),
+              {"max_contributions": BAD_COUNT + [None], "reweight": ["yes", 2]}),
+        Entry("bounded_tables", pa.bounded_tables, lambda: dict(data=w["df_chain"], cliques_or_model=w["chain"]),
+              {"data": frames_release, "cliques_or_model": bad_cliques + [None], "seed": BAD_SEED}),
+        Entry("LaplaceMechanism", pa.LaplaceMechanism, lambda: dict(epsilon=1.0), {"epsilon": BAD_POSITIVE + [None]}),
+        Entry("GaussianMechanism", pa.GaussianMechanism, lambda: dict(rho=0.5),
+              {"rho": BAD_POSITIVE, "epsilon": [1.0], "delta": [1e-6, 0.0, 1.5]}),
+        Entry("PrivacyAccountant", pa.PrivacyAccountant, lambda: dict(epsilon=1.0),
+              {"epsilon": BAD_POSITIVE, "delta": [0.0, 1.0, -0.1, NAN, "1e-6"], "rho": [0.5, NAN, -1.0]}),
+        Entry("PrivacyAccountant.spend", spend, lambda: dict(epsilon=0.5),
+              {"epsilon": BAD_POSITIVE, "rho": [0.1, NAN]}),
+        Entry("NoisyTables.from_factors", pa.NoisyTables.from_factors,
+              lambda: dict(factors=pa.contingency_tables(w["df_chain"], [("X0", "X1")]), noise="laplace", scale=1.0),
+              {"factors": [None, [1, 2], "f"], "noise": ["poisson", None, 1], "scale": [v for v in BAD_POSITIVE if v != [1.0]] + [[1.0, 2.0], [0.0]], "n": [NAN, INF, -3.0, 0]}),
+        Entry("NoisyTables.load", pa.NoisyTables.load, lambda: dict(path=os.path.join(w["tmp"], "release.npz")),
+              {"path": [os.path.join(w["tmp"], "missing.npz"), os.path.join(w["tmp"], "agg.npz"), None, 3, _bomb(os.path.join(w["tmp"], "release.npz"), "t0")]}),
+        Entry("NaiveMLEEstimator.estimate", naive, lambda: dict(noisy_tables=w["release"]),
+              {"noisy_tables": [None, "tables", w["agg"], [1]], "N": BAD_POSITIVE, "l2": [-1.0, NAN, INF, "big", [1.0]]}),
+        Entry("CGMEstimator.estimate", cgm, lambda: dict(noisy_tables=w["release"]),
+              {"noisy_tables": [None, "tables", w["agg"]], "N": BAD_POSITIVE, "l2": [-1.0, NAN, INF, "big"],
+               "max_iter": BAD_COUNT, "tol": BAD_POSITIVE, "rtol": [-1.0, NAN, "x"], "estep": ["exact", None, 1]}),
+        Entry("RobustFilter + bn.fit", robust_fit, lambda: dict(data=w["df_asia"]),
+              {"data": frames_asia, "epsilon": BAD_POSITIVE + [0.5, 0.7], "mode": ["fast", None, 1], "max_rounds": BAD_COUNT,
+               "rounds": BAD_COUNT, "seed": BAD_SEED, "encoding": ["ascii", None], "state_names": [{"smoke": []}, {"smoke": "ab"}, ["smoke"]]}),
+        Entry("filter_dask", filter_dask, lambda: dict(records=dask_records()),
+              {"records": [None, "codes", np.zeros((3, 8), dtype=int)], "epsilon": BAD_POSITIVE, "rounds": BAD_COUNT,
+               "mode": ["fast", None]}),
+        Entry("aggregate", pa.aggregate, lambda: dict(df=w["df_agg"], label="y"),
+              {"df": _frames(w["df_agg"], "a", dropped=False, missing=False),  # missing values get a state of their own "label": ["z", None, 3, "a"], "features": [["zz"], ["a", "a"], "a", [], ["y"]],
+               "pairs": ["some", [("a", "zz")], 3], "bins": BAD_COUNT + [1], "hash_size": BAD_COUNT,
+               "mechanism": ["laplace", 1.0], "categories": [{"a": []}, {"a": "pq"}, ["a"]],
+               "bounds": [{"x": (1.0, 0.0)}, {"x": (NAN, 1.0)}, {"x": 3}], "bin_edges": [{"x": [1.0, 0.0]}, {"x": [0.0]}, {"x": "e"}],
+               "seed": BAD_SEED, "on_unknown": ["ignore", None]}),
+        Entry("Aggregates.load", pa.Aggregates.load, lambda: dict(path=os.path.join(w["tmp"], "agg.npz")),
+              {"path": [os.path.join(w["tmp"], "missing.npz"), os.path.join(w["tmp"], "release.npz"), None, _bomb(os.path.join(w["tmp"], "agg.npz"), "d0")]}),
+        Entry("MaxEntClassifier.fit", maxent_fit, lambda: dict(aggregates=w["agg"]),
+              {"aggregates": [None, w["df_agg"], "agg", w["release"]], "n_chains": BAD_COUNT, "max_iter": BAD_COUNT,
+               "l2_mu": [-1.0, NAN, INF, "1"], "l2_theta": [-1.0, NAN, INF, "1"], "step_mu": BAD_POSITIVE, "step_theta": BAD_POSITIVE,
+               "average": [-0.1, 1.5, NAN, "x"], "n_shards": BAD_COUNT, "seed": BAD_SEED}),
+        Entry("MaxEntClassifier.predict_proba", maxent_predict, lambda: dict(df=w["df_agg"]),  # unseen values are by design
+              {"df": _frames(w["df_agg"], "a", empty=False, missing=False)}),
+        Entry("LogBeliefPropagation", pa.LogBeliefPropagation, lambda: dict(model=w["asia"]),
+              {"model": [None, "asia", w["df_asia"], DiscreteBayesianNetwork([("a", "b")])], "max_cells": [0, -5, NAN, "big"],
+               "cache_size": [0, -1, 2.5, "x"]}),
+        Entry("LogBeliefPropagation.query", bp_query, lambda: dict(variables=["asia"]),
+              {"variables": [[], ["zz"], ["asia", "asia"], None, [Unhashable()]],
+               "evidence": [{"zz": "yes"}, {"tub": "maybe"}, {"tub": 5}, ["tub"], {"asia": "yes"}]}),
+        Entry("LogBeliefPropagation.log_partition_function", bp_log_z, lambda: dict(evidence={"A": 1}),
+              {"evidence": [{"A": 0}, {"A": 4}, {"Z": 1}, "A", {"B": 0}]}),
+        Entry("sample", pa.sample, lambda: dict(model=w["chain"], n=10, seed=0),
+              {"model": [None, "chain", w["df_chain"]], "n": [-1, 2.5, NAN, INF, "10", True, None], "seed": BAD_SEED}),
+        Entry("sample_partitions", pa.sample_partitions, lambda: dict(model=w["chain"], n=100, npartitions=2, seed=0),
+              {"model": [None, "chain"], "n": [-1, 2.5, NAN, "10", True], "npartitions": [0, -1, 2.5, NAN, "2", 1000], "seed": BAD_SEED}),
+        Entry("dirichlet_chain_network", pa.dirichlet_chain_network, lambda: dict(n_vars=4, k=3, seed=0),
+              {"n_vars": BAD_COUNT, "k": BAD_COUNT, "alpha": BAD_POSITIVE, "seed": BAD_SEED}),
+        Entry("load_bif_example", pa.load_bif_example, lambda: dict(name="asia"), {"name": ["nonexistent", None, 3, "../asia"]}),
+        Entry("kl_divergence", pa.kl_divergence, lambda: dict(p=w["chain"], q=w["chain"]),
+              {"p": [None, "p", w["df_chain"]], "q": [None, w["asia"], w["onetwothree"]]}),
+        Entry("total_variation", pa.total_variation, lambda: dict(p=w["asia"], q=w["asia"]),
+              {"p": [None, "p"], "q": [None, w["chain"]], "n_samples": BAD_COUNT, "seed": BAD_SEED,
+               "method": ["approx", None], "exact_max_cells": [-1, NAN, "x"]}),
+        Entry("infer_domain", pa.infer_domain, lambda: dict(data=w["df_chain"], columns=["X0"]),
+              {"data": [None, "d", w["df_chain"].iloc[:0]], "columns": [["zz"], "X0", ["X0", "X0"], []],
+               "state_names": [{"X0": []}, {"X0": [0, 0]}, {"X0": "ab"}]}),
+        Entry("encode", pa.encode, lambda: dict(data=w["df_chain"], domain=w["engine_chain"].domain),
+              {"data": _frames(w["df_chain"], "X1", empty=False), "domain": [None, "domain", {"X0": [0, 1, 2]}], "dtype": [np.float64, np.uint8, "str"]}),
+        Entry("decode", pa.decode, lambda: dict(records=np.zeros((3, 4), dtype=int), domain=w["engine_chain"].domain),
+              {"records": [np.zeros((3, 2), int), np.full((3, 4), 7), np.full((3, 4), -1), np.zeros((3, 4)) + 0.5, "r", None, np.zeros(4, int)],
+               "domain": [None, "domain"]}),
+        Entry("to_engine", pa.to_engine, lambda: dict(model=w["chain"]),
+              {"model": [None, "m", w["df_chain"], DiscreteBayesianNetwork([("a", "b")])]}),
+        Entry("markov_to_pgmpy", pa.markov_to_pgmpy, lambda: dict(model=w["engine_chain"]),
+              {"model": [None, w["chain"], w["engine_asia"], "m"]}),
+        Entry("bayes_to_pgmpy", pa.bayes_to_pgmpy, lambda: dict(model=w["engine_asia"]),
+              {"model": [None, w["asia"], w["engine_chain"], "m"]}),
+        Entry("tabular_cpds", pa.tabular_cpds, lambda: dict(model=w["engine_asia"]),
+              {"model": [None, w["asia"], w["engine_chain"]], "cpts": [{"zz": np.ones(2)}, {"asia": np.ones(3)}, {"asia": np.array([0.5, NAN])},
+                                                                     {"asia": np.array([2.0, -1.0])}, "cpts"]}),
+        Entry("declared_states", pa.declared_states, lambda: dict(model=w["chain"]), {"model": [None, "m", w["df_chain"]]}),
+        Entry("FeatureEncoder.numeric", pa.FeatureEncoder.numeric, lambda: dict(name="x", edges=[0.0, 1.0, 2.0]),
+              {"edges": [[1.0], [2.0, 1.0], [0.0, NAN], "0 1", None, [0.0, "1"], [True, 2.0]]}),
+        Entry("FeatureEncoder.categorical", pa.FeatureEncoder.categorical, lambda: dict(name="a", categories=["p", "q"]),
+              {"categories": [[], "pq", None, ["p", "p"], [["p"]]]}),
+        Entry("set_progress", pa.set_progress, lambda: dict(enabled=None), {"enabled": ["yes", 1, 0.5, [True]]}),
+    ]
+
+
+@lru_cache(maxsize=None)
+def _fitted_maxent():
+    import ppgm.adapters as pa
+
+    return pa.MaxEntClassifier(n_chains=200, max_iter=5, seed=0, progress=False).fit(world()["agg"])
+
+
+def _bomb(source: str, member: str) -> str:
+    """A copy of the archive ``source`` whose ``member`` claims a 400 MB array of zeros: the file is
+    under 1 MB (zeros compress well), what a careless loader unpacks is not."""
+    import zipfile
+
+    path = source.replace(".npz", f"_bomb_{member}.npz")
+    if not os.path.exists(path):
+        header = {"descr": "<f8", "fortran_order": False, "shape": (50_000_000,)}
+        with zipfile.ZipFile(source) as src, zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            for info in src.infolist():
+                if info.filename != f"{member}.npy":
+                    z.writestr(info.filename, src.read(info.filename))
+                    continue
+                with z.open(info.filename, "w", force_zip64=True) as f:
+                    np.lib.format.write_array_header_1_0(f, header)
+                    chunk = bytes(1 << 22)
+                    for _ in range(50_000_000 * 8 // len(chunk)):
+                        f.write(chunk)
+                    f.write(bytes(50_000_000 * 8 % len(chunk)))
+    return path
+
+
+# --------------------------------------------------------------------------------------------------
+# running one malformed call
+
+
+def fingerprint(x, depth: int = 0) -> Any:
+    """A comparable picture of an object's content (frames, arrays, pgmpy models, containers and
+    the attributes of other objects, a few levels deep)."""
+    from pgmpy.models import DiscreteBayesianNetwork, DiscreteMarkovNetwork
+
+    if hasattr(x, "__dask_graph__"):  # a Dask collection: its name is its content's
+        return ("dask", x.name if hasattr(x, "name") else repr(x))
+    if isinstance(x, pd.DataFrame):
+        return ("frame", tuple(map(str, x.columns)), tuple(map(str, x.dtypes)), x.to_json())
+    if isinstance(x, np.ndarray):
+        return ("array", x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, DiscreteMarkovNetwork):
+        return ("mn", sorted(map(sorted, x.edges())), [(tuple(f.variables), f.values.tobytes(), repr(f.state_names)) for f in x.get_factors()])
+    if isinstance(x, DiscreteBayesianNetwork):
+        return ("bn", sorted(x.edges()), [(c.variable, c.values.tobytes(), repr(c.state_names)) for c in x.get_cpds()])
+    if isinstance(x, dict):
+        return ("dict", [(repr(k), fingerprint(v, depth + 1)) for k, v in x.items()])
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, [fingerprint(v, depth + 1) for v in x])
+    if isinstance(x, float) and math.isnan(x):
+        return ("nan",)
+    if hasattr(x, "__dict__") and not isinstance(x, type) and depth < 4:
+        return ("object", type(x).__name__, fingerprint(dict(vars(x)), depth + 1))
+    return ("repr", repr(x))
+
+
+@dataclass
+class Outcome:
+    entry: str
+    argument: str
+    value: str
+    kind: str  # clear / obscure / silent
+    message: str
+    mutated: bool
+
+
+def run(entry: Entry, argument: str, value) -> Outcome:
+    kwargs = entry.valid()
+    kwargs[argument] = value
+    before = fingerprint(kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            entry.call(**kwargs)
+        except (ValueError, TypeError, FileNotFoundError) as err:
+            msg = f"{type(err).__name__}: {err}"
+            kind = "clear" if any(a in str(err) for a in (argument, *entry.also.get(argument, ()))) else "obscure"
+        except Exception as err:  # noqa: BLE001 - any other error is an obscure one
+            msg, kind = f"{type(err).__name__}: {err}", "obscure"
+        else:
+            msg, kind = "", "silent"
+    mutated = fingerprint(kwargs) != before
+    return Outcome(entry.name, argument, _short(value), kind, msg[:300], mutated)
+
+
+def _short(value) -> str:
+    text = f"{type(value).__name__} {value!r}" if not isinstance(value, (pd.DataFrame, np.ndarray)) else (
+        f"{type(value).__name__} {getattr(value, 'shape', '')}")
+    return text[:80]
+
+
+def run_all() -> list[Outcome]:
+    out = []
+    for e in entries():
+        for arg, values in e.bad.items():
+            for v in values:
+                out.append(run(e, arg, v))
+    return out
+
+
+def report(outcomes: list[Outcome]) -> str:
+    rows = {}
+    for o in outcomes:
+        r = rows.setdefault(o.entry, {"clear": 0, "obscure": 0, "silent": 0, "mutated": 0})
+        r[o.kind] += 1
+        r["mutated"] += o.mutated
+    lines = ["| entry point | malformed inputs | clear | obscure | silent | caller's objects changed |", "| --- | --- | --- | --- | --- | --- |"]
+    for name, r in rows.items():
+        lines.append(f"| {name} | {r['clear'] + r['obscure'] + r['silent']} | {r['clear']} | {r['obscure']} | {r['silent']} | {r['mutated']} |")
+    tot = {k: sum(r[k] for r in rows.values()) for k in ("clear", "obscure", "silent", "mutated")}
+    lines.append(f"| **all** | {tot['clear'] + tot['obscure'] + tot['silent']} | {tot['clear']} | {tot['obscure']} | {tot['silent']} | {tot['mutated']} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    results = run_all()
+    print(report(results))
+    for o in results:
+        if o.kind != "clear" or o.mutated:
+            print(f"{o.kind:8s} {o.entry} {o.argument}={o.value}: {o.message}{'  [MUTATED]' if o.mutated else ''}")
