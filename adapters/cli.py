@@ -12,6 +12,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="ppgm",
         description="Learn pgmpy graphical models from noisy, corrupted, aggregated or inconsistent data.",
     )
+    from ppgm import __version__
+
+    parser.add_argument("--version", action="version", version=f"ppgm {__version__}")
     sub = parser.add_subparsers(dest="command")
     demo = sub.add_parser("demo", help="run the end-to-end demo on generated and bundled data and print a report")
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")

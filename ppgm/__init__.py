@@ -28,40 +28,84 @@ if not _os.path.isdir(_os.path.join(_here, "adapters")) and _os.path.isfile(_os.
     if not any(type(f).__name__ == "_SourceAdaptersFinder" for f in _sys.meta_path):
         _sys.meta_path.append(_SourceAdaptersFinder())
 
-from .bayes import BayesianNetwork
-from .binary_encoding import BinaryEncoding, binary_encoding
-from .cpts import CPTLayout, empirical_cpts
-from .domain import Domain
-from .factor import Factor, align, logsumexp
-from .inference import Marginals, infer
-from .junction_tree import Calibration, JunctionTree, JunctionTreeTooLarge
-from .loopy import LoopyResult, loopy_belief_propagation
-from .markov import MarkovNetwork
-from .robust_filter import FilterResult, filter_known_topology
-from .cgm import cgm_em, naive_mle, population_size
-from .measurement import Measurement
-from .mechanisms import (
-    BudgetExceeded,
-    GaussianMechanism,
-    LaplaceMechanism,
-    NotPrivateWarning,
-    PrivacyAccountant,
-    rho_from_epsilon_delta,
-    zcdp_epsilon,
-)
-from .contributions import keep_at_most, reweight_by_individual
-from .private_quantiles import private_quantiles
-from .mle import fit_marginals
-from .mer import MERResult
-from .mer_discrete import DiscreteMER
-from .mer_gaussian import GaussianMER
-from .sample_sets import Moments, SampleSet, pooled_counts, pooled_moments
-from .projection import project_simplex
-from .metrics import entropy, kl_divergence, log_likelihood, nllh, total_variation
-from .sampling import sample, sample_bayes, sample_markov
-from .tables import contingency_tables
-from .executor import BlockLost, InProcess, LocalBlocks, RecordBlock, record_blocks
-from .progress import ConvergenceWarning, set_progress
+# Public names load on first use (PEP 562): ``import ppgm`` stays light, and cvxpy (MER only),
+# scipy.optimize and scipy.sparse.linalg are imported by the modules that need them.
+_LAZY = {
+    'BayesianNetwork': 'bayes',
+    'BinaryEncoding': 'binary_encoding',
+    'binary_encoding': 'binary_encoding',
+    'CPTLayout': 'cpts',
+    'empirical_cpts': 'cpts',
+    'Domain': 'domain',
+    'Factor': 'factor',
+    'align': 'factor',
+    'logsumexp': 'factor',
+    'Marginals': 'inference',
+    'infer': 'inference',
+    'Calibration': 'junction_tree',
+    'JunctionTree': 'junction_tree',
+    'JunctionTreeTooLarge': 'junction_tree',
+    'LoopyResult': 'loopy',
+    'loopy_belief_propagation': 'loopy',
+    'MarkovNetwork': 'markov',
+    'FilterResult': 'robust_filter',
+    'filter_known_topology': 'robust_filter',
+    'cgm_em': 'cgm',
+    'naive_mle': 'cgm',
+    'population_size': 'cgm',
+    'Measurement': 'measurement',
+    'BudgetExceeded': 'mechanisms',
+    'GaussianMechanism': 'mechanisms',
+    'LaplaceMechanism': 'mechanisms',
+    'NotPrivateWarning': 'mechanisms',
+    'PrivacyAccountant': 'mechanisms',
+    'rho_from_epsilon_delta': 'mechanisms',
+    'zcdp_epsilon': 'mechanisms',
+    'keep_at_most': 'contributions',
+    'reweight_by_individual': 'contributions',
+    'private_quantiles': 'private_quantiles',
+    'fit_marginals': 'mle',
+    'MERResult': 'mer',
+    'DiscreteMER': 'mer_discrete',
+    'GaussianMER': 'mer_gaussian',
+    'Moments': 'sample_sets',
+    'SampleSet': 'sample_sets',
+    'pooled_counts': 'sample_sets',
+    'pooled_moments': 'sample_sets',
+    'project_simplex': 'projection',
+    'entropy': 'metrics',
+    'kl_divergence': 'metrics',
+    'log_likelihood': 'metrics',
+    'nllh': 'metrics',
+    'total_variation': 'metrics',
+    'sample': 'sampling',
+    'sample_bayes': 'sampling',
+    'sample_markov': 'sampling',
+    'contingency_tables': 'tables',
+    'BlockLost': 'executor',
+    'InProcess': 'executor',
+    'LocalBlocks': 'executor',
+    'RecordBlock': 'executor',
+    'record_blocks': 'executor',
+    'ConvergenceWarning': 'progress',
+    'set_progress': 'progress',
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ppgm' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(__all__))
+
 
 __version__ = "0.1.0"
 

@@ -38,7 +38,7 @@ on real networks).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
@@ -584,12 +584,13 @@ class _Run:
     def _calibrated(self, blocks, counts, op, lam, h, entry) -> tuple[Blocks, dict]:
         """Cut where the scores' excess over clean data's is largest along the eigenvector; with
         nothing to cut there, a last look along the likelihood."""
-        null = _Null.draw(self.layout, self.cells, counts, op, self.n_null, self.null_draws, self.rng, self.tol)
+        directions = {"eigenvector": h, "likelihood": op.surprise_cells()}
+        null = _Null.draw(self.layout, self.cells, counts, op, self.n_null, self.null_draws, self.rng, self.tol, directions)
         threshold = null.eigenvalue_bound(op.n)
         entry.update(null_threshold=threshold, estimated_fraction=self.estimated, direction="eigenvector")
         if abs(lam) <= threshold:
             return self._unlikely(blocks, null, op, entry)
-        cut = self._cut(blocks, null.along(h), op.n)
+        cut = self._cut(blocks, null.along["eigenvector"], op.n)
         if not self._significant(*cut) and abs(lam) > FAR * threshold:
             # far beyond clean data's range yet no clear cut: the corruption bends the fitted network so
             # much that its bootstrap makes the corrupted records look ordinary (a large point mass).
@@ -597,8 +598,8 @@ class _Run:
             k = min(int(np.ceil(self.epsilon * self.N)), int(round(op.n)) - 2)
             t, _ = _top_records(blocks, k, self.key_seed)
             trimmed = self.cells.split(self.layout, blocks.reduce(_cell_sums_below, size=self.cells.size, t=t))
-            refit = _Null.draw(self.layout, self.cells, trimmed, op, self.n_null, self.null_draws, self.rng, self.tol)
-            cut = self._cut(blocks, refit.along(h), op.n)
+            refit = _Null.draw(self.layout, self.cells, trimmed, op, self.n_null, self.null_draws, self.rng, self.tol, {"eigenvector": h})
+            cut = self._cut(blocks, refit.along["eigenvector"], op.n)
             entry["null_refit_without_top"] = k
         if not self._significant(*cut):
             return self._unlikely(blocks, null, op, entry, "no excess of extreme scores")
@@ -613,9 +614,8 @@ class _Run:
         (a sum over its cells, as along an eigenvector) and compare that tail with the bootstrap's
         clean records, by the same rule. Clean data shows no such excess: the fit's own records are,
         if anything, likelier than fresh ones. Stop for ``reason`` when there is none."""
-        h = op.surprise_cells()
-        scored = blocks.map(_scored, h=h).persist()
-        cut = self._cut(scored, null.along(h), op.n)
+        scored = blocks.map(_scored, h=op.surprise_cells()).persist()
+        cut = self._cut(scored, null.along["likelihood"], op.n)
         if not self._significant(*cut):
             return blocks, dict(entry, threshold=float("inf"), removed=0, kept=entry["kept_before"], stopped=reason)
         entry["direction"] = "likelihood"
@@ -648,7 +648,7 @@ class _Run:
         return blocks, self._removed(blocks, entry)
 
     @staticmethod
-    def _cut(blocks: Blocks, null: "_Null", n: float):
+    def _cut(blocks: Blocks, null: "_Tail", n: float):
         """Tails of the data's and the null's scores at the candidate cuts, and the cut with the largest
         excess among the clear ones, where at least PRECISION of the records beyond it are in excess of
         clean data (a data bulk a little wider than the fitted network's, as while corruption bends the
@@ -690,17 +690,15 @@ def _scores_of(b: _Block) -> np.ndarray:
 @dataclass
 class _Null:
     """Clean data from the fitted network: bootstrap samples (each with its own fit, as the filter
-    fits the data), their top eigenvalues, and (after :meth:`along`) their records' scores along one
-    direction over the cells."""
+    fits the data), their top eigenvalues, and their records' scores along given directions over the
+    cells (``along[name]``), computed as each sample is drawn so that no sample is kept."""
 
     eigenvalues: np.ndarray
-    boots: list
+    along: dict
     n: float
-    scores: np.ndarray | None = None
-    weights: np.ndarray | None = None
 
     @classmethod
-    def draw(cls, layout, cells, counts, op: _Operator, n_null: int, draws: int, rng, tol) -> "_Null":
+    def draw(cls, layout, cells, counts, op: _Operator, n_null: int, draws: int, rng, tol, directions: Mapping) -> "_Null":
         from .sampling import sample_bayes
 
         probs = conditional_probabilities(counts)
@@ -708,25 +706,35 @@ class _Null:
         fitted = BayesianNetwork(dom, layout.parents, {v: p.reshape(dom.shape(layout.parents[v]) + (dom.card(v),))
                                                        for v, p in zip(dom.variables, probs)})
         n = int(min(n_null, round(op.n)))
-        lams, boots = [], []
+        lams, weights = [], []
+        scores: dict = {name: [] for name in directions}
         for _ in range(draws):
             boot = LocalBlocks([_prepare(RecordBlock(0, sample_bayes(fitted, n, rng)), dom, layout, cells)])
             boot_counts = cells.split(layout, boot.reduce(_cell_sums, size=cells.size))
             lam, _ = _Operator.build(layout, cells, boot_counts, whiten=False).top(boot, rng, max(tol, 1e-2))
             lams.append(abs(lam))
-            boots.append(boot.items[0])
-        return cls(np.array(lams), boots, float(n * draws))
-
-    def along(self, h: np.ndarray) -> "_Null":
-        """The same bootstrap with its records scored along ``h`` (over the cells), as the data's are."""
-        return replace(self, scores=np.concatenate([np.abs(_project(b, h)) for b in self.boots]),
-                       weights=np.concatenate([b.w for b in self.boots]))
+            b = boot.items[0]
+            for name, h in directions.items():
+                scores[name].append(np.abs(_project(b, h)))
+            weights.append(b.w)
+        w = np.concatenate(weights)
+        total = float(n * draws)
+        return cls(np.array(lams), {name: _Tail(np.concatenate(s), w, total) for name, s in scores.items()}, total)
 
     def eigenvalue_bound(self, n: float) -> float:
         """The largest eigenvalue clean data of size n shows: the bootstrap's largest, rescaled from
         the bootstrap's size (sampling noise shrinks as 1 / sqrt(n)), with a 10% margin."""
         per_draw = self.n / len(self.eigenvalues)
         return float(self.eigenvalues.max() * math.sqrt(per_draw / n) * 1.1)
+
+
+@dataclass
+class _Tail:
+    """The bootstrap records' scores along one direction, with their multiplicities."""
+
+    scores: np.ndarray
+    weights: np.ndarray
+    n: float
 
     def edges(self) -> np.ndarray:
         """Candidate cuts: the distinct null scores (at most 4096 of their quantiles)."""
