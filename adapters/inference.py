@@ -6,7 +6,7 @@ from collections import OrderedDict
 from typing import Hashable, Mapping, Sequence
 
 import numpy as np
-from pgmpy.factors.discrete import DiscreteFactor
+from pgmpy.factors.discrete import DiscreteFactor, TabularCPD
 
 from ppgm import checks
 from ppgm.bayes import BayesianNetwork
@@ -66,11 +66,11 @@ class LogBeliefPropagation:
         self._cache_size = max(int(cache_size), 1)
 
     # -- calibration -------------------------------------------------------------------------
-    def _evidence_key(self, evidence: Mapping | None) -> tuple:
+    def _evidence_key(self, evidence: Mapping | None, virtual_evidence=None) -> tuple:
+        """A hashable key of the hard evidence (variable, state code) and the virtual evidence
+        (variable, likelihood of each state in the domain's order)."""
         evidence = checks.mapping(evidence, "evidence")
-        if not evidence:
-            return ()
-        key = []
+        hard = []
         for var, state in evidence.items():
             if var not in self.domain:
                 raise ValueError(f"evidence: unknown variable {var!r}; the model has {list(self.domain.variables)}")
@@ -79,26 +79,63 @@ class LogBeliefPropagation:
             matches = [i for i, s in enumerate(states) if s == state and type(s) is not bool and type(state) is not bool]
             if not matches:
                 raise ValueError(f"evidence: {state!r} is not a state of {var!r}; its states are {states}")
-            key.append((var, matches[0]))
-        return tuple(sorted(key, key=lambda kv: self.domain.index(kv[0])))
+            hard.append((var, matches[0]))
+        soft = self._virtual_key(virtual_evidence, set(evidence))
+        if not hard and not soft:
+            return ()
+        return (tuple(sorted(hard, key=lambda kv: self.domain.index(kv[0]))), soft)
+
+    def _virtual_key(self, virtual_evidence, observed: set) -> tuple:
+        """pgmpy's virtual evidence: a list of single-variable ``TabularCPD``s whose values are the
+        likelihood of the observation under each state of the variable (each in [0, 1])."""
+        if virtual_evidence is None:
+            return ()
+        if isinstance(virtual_evidence, TabularCPD) or not isinstance(virtual_evidence, (list, tuple)):
+            raise TypeError(f"virtual_evidence: expected a list of single-variable TabularCPDs, got {type(virtual_evidence).__name__}")
+        out, seen = [], set()
+        for cpd in virtual_evidence:
+            if not isinstance(cpd, TabularCPD) or len(cpd.variables) != 1:
+                raise TypeError(f"virtual_evidence: expected single-variable TabularCPDs, got {cpd!r:.60}")
+            var = cpd.variables[0]
+            if var not in self.domain or var in seen or var in observed:
+                why = "is not in the model" if var not in self.domain else "is given twice" if var in seen else "is also hard evidence"
+                raise ValueError(f"virtual_evidence: variable {var!r} {why}")
+            seen.add(var)
+            values = np.asarray(cpd.values, dtype=float).ravel()
+            names = list(cpd.state_names.get(var, range(values.size))) if cpd.state_names else list(range(values.size))
+            states = list(self.domain.state_names[var])
+            if len(names) != len(states) or set(map(str, names)) != set(map(str, states)):
+                raise ValueError(f"virtual_evidence: {var!r} has states {names}; the model's are {states}")
+            if not np.all(np.isfinite(values)) or (values < 0).any() or (values > 1).any() or not (values > 0).any():
+                raise ValueError(f"virtual_evidence: the likelihoods of {var!r} must lie in [0, 1], not all zero")
+            pos = {str(n): i for i, n in enumerate(names)}
+            out.append((var, tuple(float(values[pos[str(s)]]) for s in states)))
+        return tuple(sorted(out, key=lambda kv: self.domain.index(kv[0])))
+
+    def _with_evidence(self, key: tuple) -> MarkovNetwork:
+        """The engine model times the evidence's indicator and likelihood factors."""
+        if not key:
+            return self.engine_model
+        hard, soft = key
+        factors = list(self.engine_model.factors)
+        for var, code in hard:
+            ind = np.full(self.domain.card(var), -np.inf)
+            ind[code] = 0.0
+            factors.append(Factor((var,), ind))
+        with np.errstate(divide="ignore"):
+            factors += [Factor((var,), np.log(np.asarray(lik))) for var, lik in soft]
+        return MarkovNetwork(self.domain, factors)
 
     def _calibration(self, key: tuple) -> Calibration:
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
-        if not key:
-            cal = self.junction_tree.calibrate(self.engine_model)
-            self._cache[key] = cal
-            return cal
-        factors = list(self.engine_model.factors)
-        for var, code in key:
-            ind = np.full(self.domain.card(var), -np.inf)
-            ind[code] = 0.0
-            factors.append(Factor((var,), ind))
         try:
-            cal = self.junction_tree.calibrate(MarkovNetwork(self.domain, factors))
+            cal = self.junction_tree.calibrate(self._with_evidence(key))
         except ValueError:
-            raise ValueError(f"evidence: {dict(key)} has probability zero under the model") from None
+            if not key:
+                raise
+            raise ValueError(f"evidence: {dict(key[0])} (with the virtual evidence) has probability zero under the model") from None
         self._cache[key] = cal
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -138,11 +175,41 @@ class LogBeliefPropagation:
         self,
         variables: Sequence[Hashable],
         evidence: Mapping | None = None,
+        virtual_evidence: Sequence[TabularCPD] | None = None,
         joint: bool = True,
         show_progress: bool = False,
     ):
         """P(variables | evidence) as a normalised ``DiscreteFactor`` (``joint=False``: a dict of
-        single-variable factors). ``show_progress`` is accepted for pgmpy compatibility.
+        single-variable factors), as pgmpy's ``BeliefPropagation.query``.
+
+        Parameters
+        ----------
+        variables : list
+            Query variables (not among the evidence).
+        evidence : dict, optional
+            ``{variable: state name}`` observed.
+        virtual_evidence : list of TabularCPD, optional
+            Soft evidence as in pgmpy: one single-variable ``TabularCPD`` per variable, whose values
+            are the likelihood of the observation under each state.
+        joint : bool
+        show_progress : bool
+            Accepted for pgmpy compatibility (calibration is a single pass).
+
+        Returns
+        -------
+        DiscreteFactor or dict
+
+        Raises
+        ------
+        ValueError
+            Unknown or repeated variables, states that are not the model's, evidence of probability zero.
+
+        Examples
+        --------
+        >>> from ppgm.adapters import load_bif_example
+        >>> bp = LogBeliefPropagation(load_bif_example("asia"))
+        >>> round(float(bp.query(["lung"], evidence={"smoke": "yes"}).values[0]), 3)
+        0.1
         """
         if isinstance(variables, (str, bytes)) or not isinstance(variables, (list, tuple, set)):
             variables = [variables]
@@ -152,11 +219,59 @@ class LogBeliefPropagation:
         both = set(variables) & set(evidence)
         if both:
             raise ValueError(f"variables and evidence share {sorted(map(str, both))}")
-        cal = self._calibration(self._evidence_key(evidence))
+        cal = self._calibration(self._evidence_key(evidence, virtual_evidence))
         if joint:
             return self._to_pgmpy(cal.marginal(variables))
         return {v: self._to_pgmpy(cal.marginal([v])) for v in variables}
 
-    def log_partition_function(self, evidence: Mapping | None = None) -> float:
-        """log Z of the model (for a Bayesian network with ``evidence``: log P(evidence))."""
-        return self._calibration(self._evidence_key(evidence)).log_z
+    def map_query(
+        self,
+        variables: Sequence[Hashable] | None = None,
+        evidence: Mapping | None = None,
+        virtual_evidence: Sequence[TabularCPD] | None = None,
+        show_progress: bool = False,
+    ) -> dict:
+        """The most probable states of ``variables`` given the evidence, as pgmpy's ``map_query``:
+        ``{variable: state name}``. For every unobserved variable (``variables=None``) it is the most
+        probable configuration, by max-sum on the junction tree; for a subset it is the mode of their
+        joint marginal (the others summed out), as pgmpy's ``VariableElimination.map_query``.
+
+        Examples
+        --------
+        >>> from ppgm.adapters import load_bif_example
+        >>> bp = LogBeliefPropagation(load_bif_example("asia"))
+        >>> bp.map_query(["lung", "tub"], evidence={"xray": "yes"})
+        {'lung': 'yes', 'tub': 'no'}
+        """
+        evidence = checks.mapping(evidence, "evidence")
+        key = self._evidence_key(evidence, virtual_evidence)
+        if variables is None:
+            variables = [v for v in self.domain.variables if v not in evidence]
+        if isinstance(variables, (str, bytes)) or not isinstance(variables, (list, tuple, set)):
+            variables = [variables]
+        variables = list(checks.names(list(variables), "variables"))
+        self.domain.check(variables, "variables")
+        if set(variables) & set(evidence):
+            raise ValueError(f"variables and evidence share {sorted(map(str, set(variables) & set(evidence)))}")
+        names = self.domain.state_names
+        if set(variables) | set(evidence) == set(self.domain.variables):
+            try:
+                codes, _ = self.junction_tree.max_configuration(self._with_evidence(key))
+            except ValueError:
+                raise ValueError("evidence: has probability zero under the model") from None
+            return {v: names[v][int(codes[self.domain.index(v)])] for v in variables}
+        m = self._calibration(key).marginal(variables)
+        flat = np.unravel_index(int(np.argmax(m.values)), m.values.shape)
+        return {v: names[v][int(c)] for v, c in zip(m.variables, flat)}
+
+    def log_partition_function(self, evidence: Mapping | None = None, virtual_evidence: Sequence[TabularCPD] | None = None) -> float:
+        """log Z of the model (for a Bayesian network with ``evidence``: log P(evidence); virtual
+        evidence multiplies in its likelihoods).
+
+        Examples
+        --------
+        >>> from ppgm.adapters import load_bif_example
+        >>> round(LogBeliefPropagation(load_bif_example("asia")).log_partition_function({"smoke": "yes"}), 4)
+        -0.6931
+        """
+        return self._calibration(self._evidence_key(evidence, virtual_evidence)).log_z

@@ -225,13 +225,53 @@ class JunctionTree:
         >>> round(JunctionTree.build(d, m.scopes).calibrate(m).log_z, 6) == round(float(np.log(4)), 6)
         True
         """
+        return self.calibrate_potentials(self._potentials(model))
+
+    def _potentials(self, model: MarkovNetwork) -> list:
         if model.domain != self.domain:
             raise ValueError("model: its domain differs from the junction tree's")
-        shapes = self._plan()["shapes"]
-        psi = [np.zeros(sh) for sh in shapes]
+        psi = [np.zeros(sh) for sh in self._plan()["shapes"]]
         for f, i in zip(model.factors, self._homes(tuple(model.scopes))):
             psi[i] += align(f.values, f.variables, self.cliques[i])
-        return self.calibrate_potentials(psi)
+        return psi
+
+    def max_configuration(self, model: MarkovNetwork) -> tuple[np.ndarray, float]:
+        """The most probable configuration of ``model`` (one state code per domain variable) and its
+        unnormalised log-probability, by max-sum messages towards the root and a traceback from it
+        (each clique takes its best entry given the variables its parent has fixed, so ties resolve
+        consistently).
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B"), (2, 3))
+        >>> m = MarkovNetwork(d, [Factor(("A", "B"), np.log([[1, 2, 3], [4, 9, 5]]))])
+        >>> codes, log_p = JunctionTree.build(d, m.scopes).max_configuration(m)
+        >>> codes.tolist(), round(float(np.exp(log_p)), 6)
+        ([1, 1], 9.0)
+        """
+        psi = self._potentials(model)
+        plan = self._plan()
+        up: list = [None] * len(self.cliques)
+        inward: list = [None] * len(self.cliques)
+        for i in reversed(self.order):
+            acc = np.array(psi[i], dtype=float, copy=True)
+            for c in self._children[i]:
+                acc += up[c].reshape(plan["in_parent"][c])
+            inward[i] = acc
+            if self.parent[i] >= 0:
+                up[i] = acc.max(axis=plan["child_sum"][i]) if plan["child_sum"][i] else acc
+        best = float(np.max(inward[self.order[0]]))
+        if not np.isfinite(best):
+            raise ValueError("the model assigns zero probability to every configuration")
+        codes: dict = {}
+        for i in self.order:
+            clique = self.cliques[i]
+            sub = inward[i][tuple(codes[v] if v in codes else slice(None) for v in clique)]
+            free = [v for v in clique if v not in codes]
+            if free:
+                for v, c in zip(free, np.unravel_index(int(np.argmax(sub)), sub.shape)):
+                    codes[v] = int(c)
+        return np.array([codes.get(v, 0) for v in self.domain.variables], dtype=np.int64), best
 
     def calibrate_potentials(self, psi: Sequence[np.ndarray]) -> "Calibration":
         """Calibrate given clique log-potentials (one array per clique, axes as in ``cliques``).

@@ -87,6 +87,7 @@ class Entry:
 
 def entries() -> list[Entry]:
     import ppgm.adapters as pa
+    from pgmpy.factors.discrete import TabularCPD
     from pgmpy.models import DiscreteBayesianNetwork
 
     w = world()
@@ -111,8 +112,16 @@ def entries() -> list[Entry]:
     def maxent_predict(df):
         return _fitted_maxent().predict_proba(df)
 
-    def bp_query(variables, evidence=None, model=None):
-        return pa.LogBeliefPropagation(model if model is not None else w["asia"]).query(variables, evidence=evidence)
+    def bp_query(variables, evidence=None, virtual_evidence=None, model=None):
+        return pa.LogBeliefPropagation(model if model is not None else w["asia"]).query(variables, evidence=evidence,
+                                                                                         virtual_evidence=virtual_evidence)
+
+    def bp_map(variables=None, evidence=None, virtual_evidence=None):
+        return pa.LogBeliefPropagation(w["asia"]).map_query(variables, evidence=evidence, virtual_evidence=virtual_evidence)
+
+    soft = lambda var, values: TabularCPD(var, len(values), [[v] for v in values])  # noqa: E731
+    bad_soft = ["x", [1.0], soft("xray", [0.5, 0.5]), [soft("zz", [0.5, 0.5])], [soft("xray", [1.5, 0.2])], [soft("xray", [0.5, 0.5, 0.1])],
+                [soft("xray", [0.0, 0.0])], [soft("xray", [0.5, 0.5]), soft("xray", [0.2, 0.5])], [soft("xray", [NAN, 0.5])]]
 
     def bp_log_z(evidence):
         return pa.LogBeliefPropagation(w["onetwothree"]).log_partition_function(evidence)
@@ -202,7 +211,10 @@ def entries() -> list[Entry]:
                "cache_size": [0, -1, 2.5, "x"]}),
         Entry("LogBeliefPropagation.query", bp_query, lambda: dict(variables=["asia"]),
               {"variables": [[], ["zz"], ["asia", "asia"], None, [Unhashable()]],
-               "evidence": [{"zz": "yes"}, {"tub": "maybe"}, {"tub": 5}, ["tub"], {"asia": "yes"}]}),
+               "evidence": [{"zz": "yes"}, {"tub": "maybe"}, {"tub": 5}, ["tub"], {"asia": "yes"}], "virtual_evidence": bad_soft}),
+        Entry("LogBeliefPropagation.map_query", bp_map, lambda: dict(variables=["lung"], evidence={"xray": "yes"}),
+              {"variables": [[], ["zz"], ["lung", "lung"], ["xray"], [Unhashable()]], "evidence": [{"zz": "yes"}, {"tub": 3}, "tub"],
+               "virtual_evidence": bad_soft}),
         Entry("LogBeliefPropagation.log_partition_function", bp_log_z, lambda: dict(evidence={"A": 1}),
               {"evidence": [{"A": 0}, {"A": 4}, {"Z": 1}, "A", {"B": 0}]}),
         Entry("sample", pa.sample, lambda: dict(model=w["chain"], n=10, seed=0),

@@ -108,3 +108,50 @@ def test_bad_queries():
         bp.query(["lung"], evidence={"lung": "yes"})
     with pytest.raises(ValueError, match="probability zero"):
         bp.query(["dysp"], evidence={"either": "no", "lung": "yes"})
+
+
+def test_map_query_matches_pgmpy_and_brute_force():
+    import itertools
+
+    from pgmpy.inference import VariableElimination
+
+    from ppgm.adapters import LogBeliefPropagation, dirichlet_chain_network, load_bif_example
+
+    asia = load_bif_example("asia")
+    bp, ve = LogBeliefPropagation(asia), VariableElimination(asia)
+    for variables, evidence in [(["lung", "tub"], {"xray": "yes"}), (["either"], {}), (["bronc", "smoke", "asia"], {"dysp": "yes"})]:
+        assert bp.map_query(variables, evidence=evidence) == ve.map_query(variables, evidence=evidence, show_progress=False)
+    # every unobserved variable: the most probable configuration, against the full joint by brute force
+    mn = dirichlet_chain_network(5, 3, seed=2)
+    bp = LogBeliefPropagation(mn)
+    best = bp.map_query(evidence={"X2": 1})
+    factors = mn.get_factors()
+    scores = {}
+    for cfg in itertools.product(range(3), repeat=5):
+        if cfg[2] != 1:
+            continue
+        scores[cfg] = sum(np.log(f.values[tuple(cfg[int(v[1])] for v in f.variables)]) for f in factors)
+    top = max(scores, key=scores.get)
+    assert best == {f"X{i}": top[i] for i in range(5) if i != 2}
+
+
+def test_virtual_evidence_matches_pgmpy():
+    from pgmpy.factors.discrete import TabularCPD
+    from pgmpy.inference import VariableElimination
+
+    from ppgm.adapters import LogBeliefPropagation, load_bif_example
+
+    asia = load_bif_example("asia")
+    soft = [TabularCPD("xray", 2, [[0.8], [0.3]], state_names={"xray": ["yes", "no"]}),
+            TabularCPD("smoke", 2, [[0.9], [0.4]], state_names={"smoke": ["yes", "no"]})]
+    reordered = [soft[0], TabularCPD("smoke", 2, [[0.4], [0.9]], state_names={"smoke": ["no", "yes"]})]  # pgmpy refuses this order
+    theirs = VariableElimination(asia).query(["lung"], evidence={"asia": "yes"}, virtual_evidence=soft, show_progress=False)
+    for given in (soft, reordered):
+        ours = LogBeliefPropagation(asia).query(["lung"], evidence={"asia": "yes"}, virtual_evidence=given)
+        np.testing.assert_allclose(ours.values, theirs.values, atol=1e-12)
+    assert LogBeliefPropagation(asia).map_query(["lung"], virtual_evidence=soft) == VariableElimination(asia).map_query(
+        ["lung"], virtual_evidence=soft, show_progress=False)
+    with pytest.raises(ValueError, match="virtual_evidence"):
+        LogBeliefPropagation(asia).query(["lung"], virtual_evidence=[TabularCPD("xray", 2, [[1.5], [0.3]])])
+    with pytest.raises(TypeError, match="virtual_evidence"):
+        LogBeliefPropagation(asia).query(["lung"], virtual_evidence=soft[0])
