@@ -177,12 +177,23 @@ class Aggregates:
     n: float | None = None
     spent: tuple = ()
     private: bool = False
+    negative: object = None
 
     def __iter__(self) -> Iterator[Measurement]:
         return iter(self.tables)
 
     def __len__(self) -> int:
         return len(self.tables)
+
+    @property
+    def classes(self) -> list:
+        """The two label values, sorted as scikit-learn sorts labels (``classes_`` of a classifier):
+        the positive value and the other one (``"not <positive>"`` when it was never seen or declared)."""
+        neg = self.negative if self.negative is not None else f"not {self.positive}"
+        try:
+            return sorted([neg, self.positive])
+        except TypeError:
+            return sorted([neg, self.positive], key=str)
 
     @property
     def domain(self) -> Domain:
@@ -204,7 +215,7 @@ class Aggregates:
 
     def save(self, path) -> None:
         meta = dict(
-            features=list(self.features), label=self.label, positive=_plain(self.positive), n=self.n,
+            features=list(self.features), label=self.label, positive=_plain(self.positive), negative=_plain(self.negative), n=self.n,
             spent=list(self.spent), private=self.private,
             encoders={f: dict(kind=e.kind, states=e.states, edges=e.edges, missing=e.missing) for f, e in self.encoders.items()},
             tables=[dict(variables=list(t.variables), noise=t.noise, scale=t.scale, hashed=t.buckets is not None,
@@ -242,7 +253,7 @@ class Aggregates:
             ]
             encoders = {f: FeatureEncoder(f, **e) for f, e in meta["encoders"].items()}
             return cls(tuple(meta["features"]), meta["label"], meta["positive"], encoders, tables, meta["n"],
-                       tuple(meta["spent"]), bool(meta.get("private", False)))
+                       tuple(meta["spent"]), bool(meta.get("private", False)), meta.get("negative"))
         except (KeyError, TypeError, ValueError, json.JSONDecodeError) as err:
             raise ValueError(f"path: {str(path)!r} is not {what}: {err!s}") from None
 
@@ -263,6 +274,7 @@ def aggregate(
     quantile_epsilon: float | None = None,
     on_unknown: str = "raise",
     positive=None,
+    negative=None,
     accountant=None,
     publish_n=None,
     seed=None,
@@ -354,11 +366,11 @@ def aggregate(
     if not distributed and len(df) == 0:
         raise ValueError("df: the DataFrame has no rows")
     features = _feature_list(df.columns, features, label)
-    positive = _positive_label(df[label], label, positive, private=mechanism is not None)
+    positive, negative = _positive_label(df[label], label, positive, private=mechanism is not None, negative=negative)
     rng = noise_generator(seed) if mechanism is not None else as_generator(seed)
     encoders, quantile_part = spec.encoders(features, rng, fit=lambda f: FeatureEncoder.fit(df[f], spec.bins),
                                             column=None if distributed else (lambda f: df[f]))
-    agg = Aggregates(tuple(features), label, positive, encoders, [])
+    agg = Aggregates(tuple(features), label, positive, encoders, [], negative=negative)
     hash_seed = int((rng or np.random.default_rng()).integers(1 << 31)) if hash_size is not None else 0
     if distributed:
         blocks = frame_blocks(df, lambda part: _encoded(part, agg, spec), "partitions of the data")
@@ -491,26 +503,35 @@ def _feature_list(columns, features, label) -> list:
     return features
 
 
-def _positive_label(y_col, label: str, positive, private: bool = False):
-    """The label value counted as 1 (see :func:`aggregate`). Without privacy the label must be binary
-    and the default is read from its values; with privacy nothing is read from the data."""
+def _positive_label(y_col, label: str, positive, private: bool = False, negative=None) -> tuple:
+    """The label value counted as 1 and the other one (see :func:`aggregate`). Without privacy the
+    label must be binary and both are read from its values; with privacy nothing is read from the
+    data (0 / 1 and False / True are the defaults of integer and boolean columns)."""
     if private:
-        if positive is not None:
-            return positive
-        if pd.api.types.is_bool_dtype(y_col.dtype) or pd.api.types.is_integer_dtype(y_col.dtype):
-            return True if pd.api.types.is_bool_dtype(y_col.dtype) else 1
-        raise ValueError(f"positive: declare the positive value of label {label!r} for a private release "
-                         "(reading it from the data would disclose the label's values)")
+        if positive is None:
+            if not (pd.api.types.is_bool_dtype(y_col.dtype) or pd.api.types.is_integer_dtype(y_col.dtype)):
+                raise ValueError(f"positive: declare the positive value of label {label!r} for a private release "
+                                 "(reading it from the data would disclose the label's values)")
+            positive = True if pd.api.types.is_bool_dtype(y_col.dtype) else 1
+        if negative is None and isinstance(positive, (bool, np.bool_, int, np.integer)):
+            negative = (not positive) if isinstance(positive, (bool, np.bool_)) else 1 - int(positive) if int(positive) in (0, 1) else None
+        return _plain(positive), _plain(negative)
     has_na = y_col.isna().any()
     if bool(has_na.compute() if hasattr(has_na, "compute") else has_na):
         raise ValueError(f"label: column {label!r} has missing values")
-    values = sorted(_distinct(y_col), key=str)
+    values = [_plain(v) for v in sorted(_distinct(y_col), key=str)]
     if len(values) > 2:
         raise ValueError(f"label: expected a binary label, column {label!r} has {len(values)} values")
-    if positive is not None:
-        return positive
-    text = set(map(str, values))
-    return 1 if text <= {"0", "1"} else True if text <= {"True", "False"} else values[-1]
+    if positive is None:
+        text = set(map(str, values))
+        positive = 1 if text <= {"0", "1"} else True if text <= {"True", "False"} else values[-1]
+    positive = _plain(positive)
+    others = [v for v in values if str(v) != str(positive)]
+    if negative is None and others:
+        negative = others[0]
+    elif negative is None and isinstance(positive, (bool, int)):
+        negative = (not positive) if isinstance(positive, bool) else 1 - positive if positive in (0, 1) else None
+    return positive, _plain(negative)
 
 
 def _distinct(col) -> list:
@@ -675,8 +696,8 @@ class MaxEntClassifier(_Params):
         self.model_, self.state_, self.aggregates_ = result.model, result.state, aggregates
         self.feature_names_in_ = np.array(aggregates.features, dtype=object)
         self.n_features_in_ = len(aggregates.features)
-        neg = [v for v in (0, False) if str(v) != str(aggregates.positive)]
-        self.classes_ = np.array([f"not {aggregates.positive}" if not neg else neg[0], aggregates.positive], dtype=object)
+        self.classes_ = np.array(aggregates.classes, dtype=object)
+        self._positive_column = next(i for i, c in enumerate(self.classes_) if str(c) == str(aggregates.positive))
         return self
 
     def _codes(self, df: pd.DataFrame) -> np.ndarray:
@@ -698,16 +719,28 @@ class MaxEntClassifier(_Params):
         return self.model_.decision_function(self._codes(df))
 
     def predict_proba(self, df: pd.DataFrame) -> np.ndarray:
-        """(N, 2) array: P(y = 0 | x), P(y = 1 | x)."""
+        """(N, 2) array of the label's probabilities, columns in ``classes_`` order (scikit-learn's:
+        the label values sorted).
+
+        Examples
+        --------
+        >>> df = pd.DataFrame({"a": ["p", "q"] * 200, "y": (["yes", "no"] * 150) + ["no", "no"] * 50})
+        >>> clf = MaxEntClassifier(n_chains=500, max_iter=50, progress=False).fit(aggregate(df, label="y"))
+        >>> clf.classes_.tolist(), clf.predict(pd.DataFrame({"a": ["p", "q"]})).tolist()
+        (['no', 'yes'], ['yes', 'no'])
+        """
         p = self.model_.predict_proba(self._codes(df))
-        return np.stack([1 - p, p], axis=1)
+        out = np.empty((p.shape[0], 2))
+        out[:, self._positive_column], out[:, 1 - self._positive_column] = p, 1 - p
+        return out
 
     def predict(self, df: pd.DataFrame) -> np.ndarray:
-        return self.classes_[(self.predict_proba(df)[:, 1] > 0.5).astype(int)]
+        """The more probable label value of every row (a value of ``classes_``)."""
+        return self.classes_[np.argmax(self.predict_proba(df), axis=1)]
 
     def score(self, df: pd.DataFrame) -> float:
         """NLLH (1 - logloss / H(Y)) on rows carrying the label column."""
-        return nllh(self.aggregates_.labels(df), self.predict_proba(df)[:, 1])
+        return nllh(self.aggregates_.labels(df), self.predict_proba(df)[:, self._positive_column])
 
     def to_markov_network(self) -> DiscreteMarkovNetwork:
         """The fitted joint model as a pgmpy ``DiscreteMarkovNetwork`` over the features and the label

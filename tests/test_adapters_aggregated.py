@@ -155,3 +155,39 @@ def test_adult_is_bundled_and_aggregates():
     agg = aggregate(train, label="income")
     assert agg.positive == ">50K" and len(agg) == 14 + 91
     assert agg.tables[0].label_sums.sum() == (train["income"] == ">50K").sum()
+
+
+def test_classes_follow_the_labels_whatever_their_values():
+    """classes_ are the label values sorted as scikit-learn sorts them, predict_proba's columns follow
+    them, predict returns label values; the same model whatever the labels are called."""
+    from ppgm.adapters import Aggregates, MaxEntClassifier, aggregate
+
+    rng = np.random.default_rng(0)
+    a = rng.choice(["p", "q", "r"], 3000)
+    y = rng.random(3000) < np.where(a == "p", 0.8, 0.2)
+    kw = dict(n_chains=1000, max_iter=60, seed=0, progress=False)
+    fits = {}
+    for name, labels in {"01": y.astype(int), "words": np.where(y, "yes", "no"), "bool": y}.items():
+        df = pd.DataFrame({"a": a, "y": labels})
+        clf = MaxEntClassifier(**kw).fit(aggregate(df, label="y"))
+        fits[name] = clf
+        assert sorted(clf.classes_.tolist(), key=str) == sorted(set(labels.tolist()), key=str)
+        assert (clf.predict(df) == labels).mean() > 0.75  # the Bayes rate is 0.8
+    np.testing.assert_allclose(fits["01"].predict_proba(df), fits["words"].predict_proba(df))
+    assert fits["words"].classes_.tolist() == ["no", "yes"]
+    # positive declared as the smaller value: the columns still follow classes_
+    df = pd.DataFrame({"a": a, "y": y.astype(int)})
+    flipped = MaxEntClassifier(**kw).fit(aggregate(df, label="y", positive=0))
+    assert flipped.classes_.tolist() == [0, 1]
+    np.testing.assert_allclose(flipped.predict_proba(df), fits["01"].predict_proba(df), atol=0.03)
+
+
+def test_save_and_load_keep_the_label_values_and_their_types(tmp_path):
+    from ppgm.adapters import Aggregates, aggregate
+
+    for labels in (np.array([0, 1, 1, 0]), np.array(["0", "1", "1", "0"]), np.array([True, False, True, True])):
+        agg = aggregate(pd.DataFrame({"a": ["x", "y", "x", "y"], "y": labels}), label="y")
+        agg.save(tmp_path / "agg.npz")
+        back = Aggregates.load(tmp_path / "agg.npz")
+        assert back.classes == agg.classes and [type(c) for c in back.classes] == [type(c) for c in agg.classes]
+        assert back.positive == agg.positive and type(back.positive) is type(agg.positive)
