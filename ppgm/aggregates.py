@@ -45,7 +45,7 @@ def table_scopes(features: Sequence, pairs="all") -> list[tuple]:
         p = tuple(p)
         if len(p) != 2 or p[0] == p[1] or any(f not in pos for f in p):
             raise ValueError(f"pairs: {p!r} is not a pair of two distinct features among {features}")
-        p = tuple(sorted(p, key=pos.get))
+        p = tuple(sorted(p, key=pos.__getitem__))
         if p not in out:
             out.append(p)
     return singles + out
@@ -109,7 +109,7 @@ def aggregate_blocks(
     if hash_size is not None and int(hash_size) < 1:
         raise ValueError(f"hash_size: expected a positive number of buckets, got {hash_size!r}")
     scopes = [domain.check(scope, "scopes") for scope in scopes]
-    maps = [_bucket_map(domain, scope, k, hash_size, hash_seed) for k, scope in enumerate(scopes)]
+    maps = [_bucket_map(domain, tuple(scope), k, hash_size, hash_seed) for k, scope in enumerate(scopes)]
     summed = blocks.reduce(_aggregate_block, domain=domain, maps=maps)
     if summed is None:
         raise ValueError("records: no records to aggregate (empty data)")
@@ -212,7 +212,7 @@ def noisy_aggregates(tables: Sequence[Measurement], mechanism, rng: np.random.Ge
 
     tables = _check_exact(tables)
     flat = [Factor(("cell",), np.rint(t.values).astype(np.int64).ravel()) for t in tables]
-    flat += [Factor(("cell",), np.rint(t.label_sums).astype(np.int64).ravel()) for t in tables]
+    flat += [Factor(("cell",), np.rint(_sums(t)).astype(np.int64).ravel()) for t in tables]
     noisy = mechanism.measure(flat, rng)
     k = len(tables)
     return [
@@ -238,5 +238,12 @@ def treat_as_exact(tables: Sequence[Measurement]) -> list[Measurement]:
     out = []
     for t in tables:
         d = np.clip(t.values, 0, None)
-        out.append(Measurement(t.variables, d, n=t.n, label_sums=np.clip(t.label_sums, 0, d), buckets=t.buckets))
+        out.append(Measurement(t.variables, d, n=t.n, label_sums=np.clip(_sums(t), 0, d), buckets=t.buckets))
     return out
+
+
+def _sums(t: Measurement) -> np.ndarray:
+    """The label sums of an aggregated table (which has them)."""
+    if t.label_sums is None:
+        raise ValueError(f"tables: the table over {t.variables} has no label sums")
+    return t.label_sums

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
@@ -40,6 +40,7 @@ class BayesianNetwork:
     domain: Domain
     parents: Mapping
     cpts: Mapping
+    order: tuple = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         parents = {v: tuple(self.parents.get(v, ())) for v in self.domain.variables}
@@ -66,7 +67,7 @@ class BayesianNetwork:
 
     def _topological_order(self) -> tuple:
         indeg = {v: len(p) for v, p in self.parents.items()}
-        children = {v: [] for v in self.domain.variables}
+        children: dict = {v: [] for v in self.domain.variables}
         for v, ps in self.parents.items():
             for p in ps:
                 children[p].append(v)

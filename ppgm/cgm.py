@@ -405,9 +405,9 @@ def cgm_em(
     checks.in_range(damping, "damping", 0.0, 1.0, closed=False)
     checks.non_negative(smoothing, "smoothing")
     N = _resolve_n(ms, N)
-    l2 = noise_aware_l2(ms, N) if l2 is None else _check_l2(l2, allow_calibrated=False)
+    l2 = noise_aware_l2(ms, N) if l2 is None else checks.non_negative(l2, "l2")
     if init_l2 is not None:
-        init_l2 = _check_l2(init_l2, allow_calibrated=True)
+        init_l2 = _check_l2(init_l2, allow_calibrated=True)  # type: ignore[assignment]  # a number or 'calibrated'
     oracle = MarginalOracle(domain, [m.variables for m in ms])
     P = oracle.params
     if init is None:
@@ -437,7 +437,7 @@ def cgm_em(
     if not history[-1]["estep_converged"]:
         warnings.warn(f"CGM-EM: the last E-step ({estep}) stopped before its convergence test passed; the expected counts "
                       "are approximate (see history[-1]; for estep='nlbp' try more damping)", ConvergenceWarning, stacklevel=2)
-    return CGMResult(P.model(theta), em.counts, N, history)
+    return CGMResult(P.model(theta), em.counts or [], N, history)
 
 
 def _em_converged(history: list, tol: float, rtol: float) -> bool:

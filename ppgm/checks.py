@@ -139,7 +139,7 @@ def names(x, name: str, allow_empty: bool = False) -> tuple:
     """
     if isinstance(x, (str, bytes)) or not isinstance(x, (Sequence, np.ndarray, *pd_index_types())):
         raise TypeError(f"{name}: expected a list of names, got {x!r}")
-    out = tuple(x)
+    out: tuple = tuple(x)  # type: ignore[arg-type]  # any sequence or array of names
     for v in out:
         try:
             hash(v)

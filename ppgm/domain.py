@@ -33,7 +33,9 @@ class Domain:
 
     variables: tuple
     cards: tuple
-    state_names: Mapping = field(default=None, compare=False)
+    state_names: Mapping = field(default=None, compare=False)  # type: ignore[arg-type]  # None: states 0 .. k - 1
+    _index: dict = field(init=False, repr=False, compare=False)
+    _card: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         variables = tuple(self.variables)

@@ -79,7 +79,7 @@ def add_all(*parts):
     return sum(parts)
 
 
-def tree_reduce(parts: list, combine: Callable, submit: Callable = None):
+def tree_reduce(parts: list, combine: Callable, submit: Callable | None = None):
     """Combine ``parts`` in groups of :data:`FAN_IN`, level by level, left to right. ``submit(f, *args)``
     runs a combination (default: call it); Dask passes a delayed wrapper, so the tree is the same.
 
@@ -90,7 +90,7 @@ def tree_reduce(parts: list, combine: Callable, submit: Callable = None):
     """
     if not parts:
         raise ValueError("parts: nothing to reduce")
-    call = submit or (lambda f, *args: f(*args))
+    call = submit if submit is not None else (lambda f, *args: f(*args))
     while len(parts) > 1:
         parts = [call(combine, *parts[i : i + FAN_IN]) for i in range(0, len(parts), FAN_IN)]
     return parts[0]

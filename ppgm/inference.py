@@ -52,6 +52,8 @@ class Marginals:
         if self.calibration is not None:
             return self.calibration.log_marginal(variables)
         variables = self.model.domain.check(variables)
+        if self.loopy is None:  # pragma: no cover - a Marginals has a calibration or a loopy result
+            raise ValueError("marginals: no calibration and no loopy result")
         if len(variables) == 1:
             i = self.model.domain.index(variables[0])
             return Factor(variables, self.loopy.variable_log_beliefs[i])

@@ -41,7 +41,7 @@ class JunctionTreeTooLarge(MemoryError):
 def _elimination_cliques(domain: Domain, scopes: Iterable[Sequence[Hashable]]) -> list[tuple]:
     """Greedy min-fill elimination; ties broken by log table size, then by domain order."""
     n = len(domain)
-    adj = [set() for _ in range(n)]
+    adj: list[set] = [set() for _ in range(n)]
     for s in scopes:
         idx = domain.indices(s)
         for a in idx:
@@ -162,7 +162,7 @@ class JunctionTree:
         seps = tuple(
             tuple(v for v in cliques[i] if parent[i] >= 0 and v in sets[parent[i]]) for i in range(len(cliques))
         )
-        children = [[] for _ in cliques]
+        children: list[list] = [[] for _ in cliques]
         for i in order[1:]:
             children[parent[i]].append(i)
         return cls(domain, tuple(cliques), tuple(parent), tuple(order), seps, tuple(map(tuple, children)))
@@ -321,7 +321,7 @@ class JunctionTree:
                     down = sep - up[c]
                     down = np.where(np.isnan(down), -np.inf, down)
                     inward[c] += down.reshape(plan["in_child"][c])
-        return Calibration(self, log_z, _logs=tuple(log_beliefs))
+        return Calibration(self, float(log_z), _logs=tuple(log_beliefs))  # type: ignore[arg-type]  # set in the first pass
 
     def _calibrate_scaled(self, psi: Sequence[np.ndarray], tops: Sequence[float]) -> "Calibration":
         """The same schedule on exp(psi - max psi) with a log-scale per table and message.
@@ -372,7 +372,7 @@ class JunctionTree:
                     d = float(np.max(down))
                     inward[c] *= (down / d).reshape(plan["in_child"][c])
                     off[c] += np.log(d) + off[i] - up_off[c]
-        return Calibration(self, log_z, _probs=tuple(beliefs))
+        return Calibration(self, float(log_z), _probs=tuple(beliefs))  # type: ignore[arg-type]  # set in the first pass
 
 
 def _lse_onto(values: np.ndarray, scope: Sequence, keep: Sequence) -> np.ndarray:
@@ -415,7 +415,7 @@ class Calibration:
         if self._probs is not None:
             return self._probs
         if "probs" not in self._cache:
-            self._cache["probs"] = tuple(np.exp(b) for b in self._logs)
+            self._cache["probs"] = tuple(np.exp(b) for b in self._logs or ())
         return self._cache["probs"]
 
     @property
@@ -424,7 +424,7 @@ class Calibration:
             return self._logs
         if "logs" not in self._cache:
             with np.errstate(divide="ignore"):
-                self._cache["logs"] = tuple(np.log(b) for b in self._probs)
+                self._cache["logs"] = tuple(np.log(b) for b in self._probs or ())
         return self._cache["logs"]
 
     def clique_marginals(self) -> list[Factor]:
@@ -460,7 +460,7 @@ class Calibration:
         """Probability table over ``variables`` (see :meth:`log_marginal`)."""
         variables = self.tree.domain.check(variables)
         i = self.tree.find_home(variables) if self._probs is not None else None
-        if i is not None:
+        if i is not None and self._probs is not None:
             f = Factor(self.tree.cliques[i], self._probs[i]).sum_to(variables)
             return Factor(variables, f.values / f.values.sum())
         f = self.log_marginal(variables)
@@ -470,7 +470,7 @@ class Calibration:
         t = self.tree
         q = set(variables)
         nodes = set(range(len(t.cliques)))
-        nbrs = {i: set() for i in nodes}
+        nbrs: dict = {i: set() for i in nodes}
         for i in t.order[1:]:
             nbrs[i].add(t.parent[i])
             nbrs[t.parent[i]].add(i)

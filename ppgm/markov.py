@@ -32,7 +32,7 @@ class MarkovNetwork:
     """
 
     domain: Domain
-    factors: tuple
+    factors: Sequence[Factor]
 
     def __post_init__(self) -> None:
         factors = tuple(self.factors)

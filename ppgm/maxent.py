@@ -78,9 +78,9 @@ class MaxEntLayout:
             sizes.append(size)
             slots.append(local + offset)
             offset += size
-        sizes = np.array(sizes, dtype=np.int64)
-        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        layout = cls(domain, tuple(scopes), offsets, sizes, tuple(slots))
+        size_array = np.array(sizes, dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(size_array)[:-1]]).astype(np.int64)
+        layout = cls(domain, tuple(scopes), offsets, size_array, tuple(slots))
         layout._prepare()
         return layout
 
@@ -181,7 +181,7 @@ class MaxEntModel:
             if len(t.variables) != 1:
                 continue
             d = np.clip(t.values, 0, None)
-            c = np.clip(t.label_sums, 0, d)
+            c = np.clip(_label_sums(t), 0, d)
             neg = d - c + pseudo_count
             pos = c + pseudo_count
             mu[sl] = np.log(neg / neg.sum())
@@ -448,7 +448,7 @@ def fit_maxent(
                      l2_mu, l2_theta, rescaled, precondition, max_step, obs.n / sum(len(sh.chains) for sh in state.shards))
     history: dict = {"step": [], "d_error": [], "c_error": [], "step_size": []}
     start_avg = int(max_iter) - int(round(average * int(max_iter)))
-    sums = [np.zeros_like(model.mu), np.zeros_like(model.theta), 0.0, 0]
+    sums: list = [np.zeros_like(model.mu), np.zeros_like(model.theta), 0.0, 0]
     for it in progress_bar(range(int(max_iter)), desc="PCD", enabled=progress):
         pairs = pool.map(_pcd_step, layout=layout, mu=model.mu, theta=model.theta, theta0=float(model.theta0)).persist()
         record = update.apply(model, pairs.reduce(_stats_of))
@@ -598,3 +598,10 @@ def _targets(tables, pieces, d_obs, c_obs, d_hat, c_hat, scale) -> tuple[np.ndar
     d_t = np.clip(d_t, 0, None)
     c_t = np.clip(c_t, 0, d_t)
     return d_t, c_t
+
+
+def _label_sums(t: Measurement) -> np.ndarray:
+    """The label sums of an aggregated table (checked present by the callers)."""
+    if t.label_sums is None:
+        raise ValueError(f"tables: the table over {t.variables} has no label sums")
+    return t.label_sums

@@ -387,7 +387,7 @@ class GaussianMechanism(_Mechanism):
 
     def scale(self, n_tables: int, contribution: float = 1.0) -> float:
         """Gaussian sigma for L2 sensitivity ``contribution * sqrt(n_tables)``."""
-        return _positive(contribution, "contribution") * math.sqrt(_count(n_tables)) / math.sqrt(2 * self.rho)
+        return _positive(contribution, "contribution") * math.sqrt(_count(n_tables)) / math.sqrt(2 * float(self.rho))  # type: ignore[arg-type]  # set in __post_init__
 
     @property
     def cost(self) -> dict:

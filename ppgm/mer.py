@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import cvxpy as cp
 import networkx as nx
@@ -45,6 +45,7 @@ class Divergence:
     n: float
     dof: int
     expr: Any
+    marginal: Any = None  # discrete programs: the model's marginal on the scope (a cvxpy expression)
 
     def weight(self, p: float) -> float:
         return (self.dof / self.n) ** p
@@ -126,10 +127,15 @@ class ConvexProgram:
 
     Subclasses set ``variables``, ``divergences`` (list of :class:`Divergence`), ``structure`` (the
     constraints that make the moments a consistent model), ``entropy`` (a concave cvxpy expression)
-    and implement ``_moments()`` and ``_finish(result)``.
+    and implement ``_finish(result)``.
     """
 
     kind = ""
+    variables: tuple
+    divergences: list
+    structure: list
+    entropy: Any
+    _finish: Callable[["MERResult"], None]  # the program's moments and graph into the result
 
     def _setup(self, p: float) -> None:
         if not (0 < p <= 1):
@@ -143,20 +149,20 @@ class ConvexProgram:
         self.mer_problem = cp.Problem(cp.Maximize(self.entropy), self.structure + self.tolerance_constraints)
         self._ini_constraints = [e <= self.s * w for e, w in zip(self._div, self.weights)]
         self.ini_problem = cp.Problem(cp.Minimize(self.s), self.structure + self._ini_constraints)
-        self._s_tilde = None
+        self._s_tilde: float | None = None
 
     # ----------------------------------------------------------------------------------------------
     def ini(self, solver: str | None = None, **options) -> "MERResult":
         """Solve INI: the smallest tolerance scale s~ for which the statistics admit a consistent model."""
         report = solve(self.ini_problem, solver, **options)
-        s_tilde = max(float(self.s.value), 0.0)
+        s_tilde = max(float(self.s.value), 0.0)  # type: ignore[arg-type]  # solved
         self._s_tilde = s_tilde
         return self._result("ini", s_tilde, s_tilde, report, self.ini_problem, self._ini_constraints)
 
     def s_tilde(self, solver: str | None = None) -> float:
         if self._s_tilde is None:
             self.ini(solver)
-        return self._s_tilde
+        return float(self._s_tilde)  # type: ignore[arg-type]  # set by ini()
 
     def mer(
         self,
@@ -312,7 +318,7 @@ class MERResult:
     def edges(self) -> list[tuple]:
         """Edges of ``graph`` as sorted pairs in variable order."""
         pos = {v: i for i, v in enumerate(self.variables)}
-        return sorted(tuple(sorted(e, key=pos.get)) for e in self.graph.edges)
+        return sorted(tuple(sorted(e, key=pos.__getitem__)) for e in self.graph.edges)
 
     def summary(self) -> str:
         return (

@@ -125,8 +125,9 @@ class DiscreteMER(ConvexProgram):
             dof = int(np.prod(m.shape)) - 1
             if dof < 1:
                 raise ValueError(f"statistics: {m.variables} has a single cell; a constant variable has nothing to learn")
-            self.divergences.append(Divergence(m.variables, kind, float(m.n), dof, cp.sum(cp.rel_entr(marg, q))))
-            self.divergences[-1].marginal = marg
+            if m.n is None:
+                raise ValueError(f"statistics: {m.variables} carries no sample size n")
+            self.divergences.append(Divergence(m.variables, kind, float(m.n), dof, cp.sum(cp.rel_entr(marg, q)), marg))
         self._setup(p)
 
     # ----------------------------------------------------------------------------------------------
@@ -134,7 +135,7 @@ class DiscreteMER(ConvexProgram):
         dom = self.domain
         marginals = {}
         for c, mu in zip(self.tree.cliques, self.mu):
-            marginals[c] = np.clip(mu.value, 0, None).reshape(dom.shape(c))
+            marginals[c] = np.clip(mu.value, 0, None).reshape(dom.shape(c))  # type: ignore[arg-type]  # solved
         for d in self.divergences:
             marginals[d.scope] = np.clip(d.marginal.value, 0, None).reshape(dom.shape(d.scope))
         result.marginals = marginals

@@ -152,6 +152,8 @@ class GaussianMER(ConvexProgram):
         n = len(self.variables)
         pos = {v: i for i, v in enumerate(self.variables)}
         x = self.x.value
+        if x is None:
+            raise ValueError("the program has no solution to read (solve it first)")
         J = np.zeros((n, n))
         logdet = 0.0
         for clique, sep in zip(self.tree.cliques, self.tree.separators):

@@ -75,6 +75,7 @@ class MarginalOracle:
 
     def __init__(self, domain: Domain, scopes: Sequence[tuple], max_cells: int | None = DEFAULT_MAX_CELLS):
         self.params = _Parameters(domain, scopes)
+        self.tree: JunctionTree | None
         try:
             self.tree = JunctionTree.build(domain, self.params.scopes, max_cells=max_cells)
             self.exact = True
@@ -88,15 +89,15 @@ class MarginalOracle:
         self._shapes = [domain.shape(c) for c in t.cliques]
         sizes = [int(np.prod(sh)) for sh in self._shapes]
         self._cells = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
-        rows, cols = [], []
+        row_parts, col_parts = [], []
         for s, offset in zip(self.params.scopes, self.params.offsets[:-1]):
             i = t.home(s)
             clique = t.cliques[i]
             coords = np.indices(self._shapes[i]).reshape(len(clique), -1)
             sub = [coords[clique.index(v)] for v in s]
-            rows.append(offset + (np.ravel_multi_index(sub, domain.shape(s)) if s else np.zeros(sizes[i], int)))
-            cols.append(self._cells[i] + np.arange(sizes[i]))
-        rows, cols = np.concatenate(rows), np.concatenate(cols)
+            row_parts.append(offset + (np.ravel_multi_index(sub, domain.shape(s)) if s else np.zeros(sizes[i], int)))
+            col_parts.append(self._cells[i] + np.arange(sizes[i]))
+        rows, cols = np.concatenate(row_parts), np.concatenate(col_parts)
         self._A = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(self.params.size, self._cells[-1]))
         self._At = self._A.T.tocsr()
 
@@ -107,7 +108,7 @@ class MarginalOracle:
             return log_z, self.params.join(mus)
         psi_flat = self._At @ x
         psi = [psi_flat[a:b].reshape(sh) for a, b, sh in zip(self._cells[:-1], self._cells[1:], self._shapes)]
-        cal = self.tree.calibrate_potentials(psi)
+        cal = self.tree.calibrate_potentials(psi)  # type: ignore[union-attr]  # exact: the tree exists
         beliefs = np.concatenate([b.ravel() for b in cal.beliefs])
         return cal.log_z, self._A @ beliefs
 

@@ -258,7 +258,7 @@ def opendp_cost(kind: str, scale: float, sensitivity: float, integer: bool) -> f
     _check_kind(kind)
     if integer and kind == "laplace":
         space = dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64")
-        d_in = int(math.ceil(sensitivity))
+        d_in: float = int(math.ceil(sensitivity))
     else:  # OpenDP's integer L2 metric takes whole distances only; the zCDP map is the same formula
         metric = dp.l1_distance if kind == "laplace" else dp.l2_distance
         space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), metric(T=float)

@@ -69,7 +69,7 @@ def _in_notebook() -> bool:
     if shell is None:
         return False
     try:
-        ip = shell.get_ipython()  # type: ignore[attr-defined]
+        ip = shell.get_ipython()
     except Exception:  # pragma: no cover - unusual IPython builds
         return False
     return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"

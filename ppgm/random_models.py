@@ -75,7 +75,7 @@ def random_bayesian_network(
     """A random DAG (each node picks up to ``max_parents`` earlier nodes) with Dirichlet(alpha) CPT rows."""
     rng = as_generator(seed)
     names = tuple(f"V{i}" for i in range(n_vars))
-    cards = (k,) * n_vars if np.isscalar(k) else tuple(k)
+    cards = (k,) * n_vars if np.isscalar(k) else tuple(k)  # type: ignore[arg-type]  # a card or one per variable
     dom = Domain(names, cards)
     parents, cpts = {}, {}
     for i, v in enumerate(names):
@@ -108,14 +108,14 @@ def gaussian_cycle(n_vars: int = 16, chords: int = 0, low: float = 0.25, high: f
         raise ValueError(f"chords: at most {len(pool)} chords fit on {n_vars} variables, got {chords}")
     for t in rng.choice(len(pool), size=chords, replace=False) if chords else []:
         edges.add(pool[int(t)])
-    edges = sorted(edges)
+    edge_list = sorted(edges)
     J = np.zeros((n_vars, n_vars))
-    for i, j in edges:
+    for i, j in edge_list:
         J[i, j] = J[j, i] = rng.uniform(low, high) * rng.choice([-1.0, 1.0])
     d = np.maximum(1.0, np.abs(J).sum(axis=1) + 0.1)
     J[np.diag_indices(n_vars)] = d
     s = 1 / np.sqrt(d)
-    return J * np.outer(s, s), edges
+    return J * np.outer(s, s), edge_list
 
 
 def overlapping_sample_sets(cov: np.ndarray, windows=(3, 5), extra: int = 3, extra_size=(3, 5), n_range=(100, 1000), seed=None):

@@ -335,6 +335,13 @@ def _with_keep(b: _Block, keep: np.ndarray) -> _Block:
     return _Block(b.start, b.inv, keep, b.g, w)
 
 
+def _s(b: _Block) -> np.ndarray:
+    """The scores of a scored block (see :func:`_scored`)."""
+    if b.s is None:  # pragma: no cover - every caller works on scored blocks
+        raise ValueError("block: not scored")
+    return b.s
+
+
 def _scored(b: _Block, h: np.ndarray) -> _Block:
     """The block with the score |z . u| of each distinct row attached (for one round's removal)."""
     return _Block(b.start, b.inv, b.keep, b.g, b.w, np.abs(_project(b, h)))
@@ -342,28 +349,28 @@ def _scored(b: _Block, h: np.ndarray) -> _Block:
 
 def _drop_above(b: _Block, cut: float) -> _Block:
     """Remove every kept record whose score is at least ``cut``."""
-    return _with_keep(b, b.keep & ~(b.s >= cut)[b.inv])
+    return _with_keep(b, b.keep & ~(_s(b) >= cut)[b.inv])
 
 
 def _tail_counts(b: _Block, edges: np.ndarray) -> np.ndarray:
     """Kept records with score >= each edge (edges ascending)."""
-    bins = np.searchsorted(edges, b.s, side="right")  # number of edges <= s
+    bins = np.searchsorted(edges, _s(b), side="right")  # number of edges <= s
     hist = np.bincount(bins, weights=b.w, minlength=edges.size + 1)
     return np.cumsum(hist[::-1])[::-1][1:]
 
 
 def _cell_sums_below(b: _Block, size: int, t: float) -> np.ndarray:
     """Per cell, the kept records scoring below t."""
-    return _cell_sums(b, size, b.w * (b.s < t))
+    return _cell_sums(b, size, b.w * (_s(b) < t))
 
 
 def _at_least(b: _Block, t: float) -> float:
-    return float(b.w[b.s >= t].sum())
+    return float(b.w[_s(b) >= t].sum())
 
 
 def _tied_keys(b: _Block, t: float, key_seed: int) -> np.ndarray:
     """Sorted tie-breaking keys of the kept records scoring exactly t."""
-    rec = np.flatnonzero(b.keep & (b.s == t)[b.inv])
+    rec = np.flatnonzero(b.keep & (_s(b) == t)[b.inv])
     return np.sort(tie_keys(b.start + rec, key_seed))
 
 
@@ -372,8 +379,8 @@ def _keys_at_least(keys: np.ndarray, key: int) -> int:
 
 
 def _drop_top(b: _Block, t: float, kt: int, key_seed: int) -> _Block:
-    keep = b.keep & ~(b.s > t)[b.inv]
-    tied = np.flatnonzero(keep & (b.s == t)[b.inv])
+    keep = b.keep & ~(_s(b) > t)[b.inv]
+    tied = np.flatnonzero(keep & (_s(b) == t)[b.inv])
     keep[tied[tie_keys(b.start + tied, key_seed) >= np.uint64(kt)]] = False
     return _with_keep(b, keep)
 
@@ -684,7 +691,7 @@ class _Run:
 
 
 def _scores_of(b: _Block) -> np.ndarray:
-    return b.s[b.w > 0]
+    return _s(b)[b.w > 0]
 
 
 @dataclass

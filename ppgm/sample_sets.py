@@ -85,14 +85,14 @@ def constraint_scopes(
     """
     variables = tuple(variables)
     pos = {v: i for i, v in enumerate(variables)}
-    seen = set()
+    seen: set = set()
     together = set()
     for k, s in enumerate(sets):
         unknown = [v for v in s.variables if v not in pos]
         if unknown:
             raise ValueError(f"samples[{k}]: unknown variables {unknown}; expected names among {list(variables)}")
         seen.update(s.variables)
-        for a, b in combinations(sorted(s.variables, key=pos.get), 2):
+        for a, b in combinations(sorted(s.variables, key=pos.__getitem__), 2):
             together.add((a, b))
     missing = [v for v in variables if v not in seen]
     if missing:
@@ -108,7 +108,7 @@ def constraint_scopes(
             bad = [v for v in e if v not in pos]
             if bad:
                 raise ValueError(f"edges: unknown variables {bad} in {e!r}")
-            e = tuple(sorted(e, key=pos.get))
+            e = tuple(sorted(e, key=pos.__getitem__))
             if e not in together:
                 raise ValueError(f"edges: {e!r} is never observed jointly in one sample set, so it has no statistic")
             scoped.append(e)
@@ -133,7 +133,7 @@ def pooled_counts(
     ([1.0, 2.0], 3.0, [('a', 'b'), ('b', 'c')])
     """
     node_scopes, edge_scopes = constraint_scopes(sets, domain.variables, edges)
-    out = {}
+    out: dict = {}
     for k, s in enumerate(sets):
         sub = Domain(s.variables, domain.shape(s.variables))
         codes = check_records(s.values, sub, f"samples[{k}]")
@@ -178,13 +178,14 @@ def pooled_moments(
         if not np.all(np.isfinite(x)):
             raise ValueError(f"samples[{k}]: contains NaN or infinite values")
         arrays.append(x)
-    sums, counts = {}, {}
+    sums: dict = {}
+    counts: dict = {}
     for s, x in zip(sets, arrays):
         for j, v in enumerate(s.variables):
             sums[v] = sums.get(v, 0.0) + x[:, j].sum()
             counts[v] = counts.get(v, 0) + len(x)
     means = {v: sums[v] / counts[v] for v in variables}
-    acc = {}
+    acc: dict = {}
     for s, x in zip(sets, arrays):
         z = x - np.array([means[v] for v in s.variables])
         col = {v: j for j, v in enumerate(s.variables)}

@@ -47,7 +47,7 @@ def contingency_tables(
     >>> contingency_tables([[0, 1], [1, 1], [0, 1]], d, [("B", "A")])[0].values.tolist()
     [[0, 0], [2, 1]]
     """
-    scopes = [domain.check(s, f"scopes[{i}]") for i, s in enumerate(scopes)]
+    scopes = [tuple(domain.check(s, f"scopes[{i}]")) for i, s in enumerate(scopes)]
     if chunk_size < 1:
         raise ValueError(f"chunk_size: expected a positive integer, got {chunk_size}")
     if isinstance(records, Blocks):
@@ -57,10 +57,10 @@ def contingency_tables(
     else:
         totals = None
         for rec, w in _chunks(records, weights, chunk_size):
-            totals = add_all(totals, count_block(rec, domain, scopes, w))
+            totals = add_all(totals, count_block(rec, domain, scopes, w))  # type: ignore[arg-type]
     if totals is None:
         raise ValueError("records: no records to count (empty data)")
-    return [Factor(s, t.reshape(domain.shape(s))) for s, t in zip(scopes, totals)]
+    return [Factor(tuple(s), t.reshape(domain.shape(s))) for s, t in zip(scopes, totals)]
 
 
 def count_block(block, domain: Domain, scopes: Sequence[tuple], weights=None) -> list[np.ndarray] | None:
