@@ -4,6 +4,17 @@ Everything here takes and returns pgmpy objects (``DiscreteMarkovNetwork``,
 ``DiscreteBayesianNetwork``, ``DiscreteFactor``, ``TabularCPD``) and DataFrames.
 """
 
+import warnings as _warnings
+
+with _warnings.catch_warnings():
+    # pgmpy imports tqdm.auto, which warns in a Jupyter kernel without ipywidgets, and announces a
+    # deprecation inside its own estimators package when that is imported: loaded here once, quietly,
+    # so that neither reaches ppgm's users (the modules stay cached for pgmpy's later imports)
+    _warnings.filterwarnings("ignore", message="IProgress not found")
+    _warnings.filterwarnings("ignore", category=FutureWarning, module=r"pgmpy(\.|$)")
+    import pgmpy.estimators  # noqa: F401
+    import tqdm.auto  # noqa: F401
+
 from .data import contingency_tables, decode, encode, infer_domain, sample, sample_partitions
 from .inference import LogBeliefPropagation
 from .examples import adult_schema, dirichlet_chain_network, load_adult, load_bif_example

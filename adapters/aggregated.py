@@ -42,6 +42,18 @@ class FeatureEncoder:
     list (anything else, or numeric columns with at most ``bins`` distinct values); a missing value
     is a category of its own. Values never seen when fitting encode as -1.
 
+    Parameters
+    ----------
+    name : str
+        The column.
+    kind : {"numeric", "categorical"}
+    states : list
+        The states (bin labels or categories, then ``"<missing>"`` if any).
+    edges : list of float, optional
+        Bin edges of a numeric encoder.
+    missing : bool
+        Missing values have a state of their own.
+
     Examples
     --------
     >>> enc = FeatureEncoder.fit(pd.Series([1.0, 2.0, 3.0, 10.0, None]), bins=3)
@@ -60,7 +72,28 @@ class FeatureEncoder:
     @classmethod
     def fit(cls, series, bins: int = 10) -> "FeatureEncoder":
         """The encoder of a column fit on its values (a pandas or a Dask series: for Dask only the
-        summaries come back). Not for private releases, whose encodings must be public."""
+        summaries come back). Not for private releases, whose encodings must be public.
+
+        Parameters
+        ----------
+        series : pandas.Series or dask Series
+        bins : int
+            Equal-width bins of a numeric column with more than ``bins`` distinct values.
+
+        Returns
+        -------
+        FeatureEncoder
+
+        Raises
+        ------
+        ValueError
+            A column with no values.
+
+        Examples
+        --------
+        >>> FeatureEncoder.fit(pd.Series(["b", "a", "b"])).states
+        ['a', 'b']
+        """
         values = series.dropna()
         nunique = int(_computed(values.nunique()))
         if nunique == 0:
@@ -74,6 +107,22 @@ class FeatureEncoder:
     def numeric(cls, name: str, edges: Sequence[float], missing: bool = False) -> "FeatureEncoder":
         """Bins between public ``edges`` (values below the first or above the last fall in the end
         bins); ``missing`` adds a state for missing values.
+
+        Parameters
+        ----------
+        name : str
+        edges : list of float
+            At least two finite, increasing, public edges.
+        missing : bool
+
+        Returns
+        -------
+        FeatureEncoder
+
+        Raises
+        ------
+        TypeError, ValueError
+            Edges that are not numbers, or not increasing.
 
         Examples
         --------
@@ -93,6 +142,22 @@ class FeatureEncoder:
     def categorical(cls, name: str, categories: Sequence, missing: bool = False) -> "FeatureEncoder":
         """One state per public category (compared as text); ``missing`` adds a state for missing values.
 
+        Parameters
+        ----------
+        name : str
+        categories : list
+            Distinct public categories.
+        missing : bool
+
+        Returns
+        -------
+        FeatureEncoder
+
+        Raises
+        ------
+        TypeError, ValueError
+            Not a list of values, or repeated categories.
+
         Examples
         --------
         >>> FeatureEncoder.categorical("job", ["a", "b"]).encode(pd.Series(["b", "c"])).tolist()   # c: unknown
@@ -108,8 +173,31 @@ class FeatureEncoder:
 
     @classmethod
     def from_summary(cls, name: str, dtype, has_missing: bool, bins: int, nunique: int, bounds, uniques) -> "FeatureEncoder":
-        """The encoder from a column's summaries (what a distributed frame can compute without
-        collecting it): ``bounds()`` / ``uniques()`` are only called when needed."""
+        """The encoder from a column's summaries (what a distributed frame can compute without collecting
+        it): ``bounds()`` / ``uniques()`` are only called when needed.
+
+        Parameters
+        ----------
+        name : str
+        dtype : numpy or pandas dtype
+        has_missing : bool
+        bins : int
+        nunique : int
+            Distinct non-missing values.
+        bounds : callable
+            Returns (min, max) of the values.
+        uniques : callable
+            Returns the distinct values.
+
+        Returns
+        -------
+        FeatureEncoder
+
+        Examples
+        --------
+        >>> FeatureEncoder.from_summary("x", np.dtype(float), False, 2, 50, lambda: (0.0, 10.0), None).states
+        ['[0, 5)', '[5, 10]']
+        """
         numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
         if numeric and nunique > bins:
             lo, hi = bounds()
@@ -125,6 +213,21 @@ class FeatureEncoder:
         return cls(name, kind, states, edges, has_missing)
 
     def encode(self, series: pd.Series) -> np.ndarray:
+        """Integer codes of a column's values; -1 for values outside the encoding.
+
+        Parameters
+        ----------
+        series : pandas.Series
+
+        Returns
+        -------
+        numpy.ndarray of int
+
+        Examples
+        --------
+        >>> FeatureEncoder.categorical("job", ["a", "b"]).encode(pd.Series(["b", "c"])).tolist()
+        [1, -1]
+        """
         miss = series.isna().to_numpy()
         codes = np.full(len(series), -1, dtype=np.int64)
         if self.kind == "numeric":
@@ -160,6 +263,24 @@ class Aggregates:
     Iterating yields the tables as :class:`ppgm.Measurement` objects (``values`` = d,
     ``label_sums`` = c, over single features and pairs; noisy ones carry the noise model). Save and
     load them without the rows (``save`` / ``load``, npz).
+
+    Parameters
+    ----------
+    features : tuple
+    label : str
+    positive : object
+        The label value counted as 1.
+    encoders : dict
+        ``{feature: FeatureEncoder}``.
+    tables : list of ppgm.Measurement
+        Counts d (``values``) and label sums c (``label_sums``) per table.
+    n : float, optional
+        The record count, when published.
+    spent : tuple of dict
+        What a private release cost, part by part.
+    private : bool
+    negative : object, optional
+        The other label value.
 
     Examples
     --------
@@ -200,7 +321,29 @@ class Aggregates:
         return Domain(self.features, tuple(len(self.encoders[f].states) for f in self.features), {f: self.encoders[f].states for f in self.features})
 
     def encode(self, df: pd.DataFrame) -> np.ndarray:
-        """Integer codes (N, features) of a DataFrame, -1 for values unseen when aggregating."""
+        """Integer codes (N, features) of a DataFrame, -1 for values unseen when aggregating.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            With every feature column.
+
+        Returns
+        -------
+        numpy.ndarray of int
+
+        Raises
+        ------
+        TypeError, ValueError
+            Not a DataFrame, or feature columns missing.
+
+        Examples
+        --------
+        >>> df = pd.DataFrame({"a": ["x", "y", "x", "y"], "b": [1, 2, 1, 1], "y": [1, 0, 1, 0]})
+        >>> agg = aggregate(df, label="y")
+        >>> agg.encode(df).tolist()[:2]
+        [[0, 0], [1, 1]]
+        """
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"df: expected a pandas DataFrame, got {type(df).__name__}")
         missing = [f for f in self.features if f not in df.columns]
@@ -209,11 +352,46 @@ class Aggregates:
         return np.stack([self.encoders[f].encode(df[f]) for f in self.features], axis=1) if len(df) else np.zeros((0, len(self.features)), np.int64)
 
     def labels(self, df: pd.DataFrame) -> np.ndarray:
+        """The label as 0 / 1 (1 where it equals ``positive``).
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            With the label column.
+
+        Returns
+        -------
+        numpy.ndarray of int
+
+        Examples
+        --------
+        >>> df = pd.DataFrame({"a": ["x", "y", "x", "y"], "b": [1, 2, 1, 1], "y": [1, 0, 1, 0]})
+        >>> agg = aggregate(df, label="y")
+        >>> agg.labels(df).tolist()
+        [1, 0, 1, 0]
+        """
         if self.label not in df.columns:
             raise ValueError(f"df: label column {self.label!r} is missing")
         return (df[self.label].astype(str) == str(self.positive)).to_numpy(int)
 
     def save(self, path) -> None:
+        """Write the aggregates to an ``.npz`` file (tables, encoders and label values as JSON; no rows).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> df = pd.DataFrame({"a": ["x", "y", "x", "y"], "b": [1, 2, 1, 1], "y": [1, 0, 1, 0]})
+        >>> agg = aggregate(df, label="y")
+        >>> agg.save(os.path.join(tempfile.mkdtemp(), "agg.npz"))
+        """
         meta = dict(
             features=list(self.features), label=self.label, positive=_plain(self.positive), negative=_plain(self.negative), n=self.n,
             spent=list(self.spent), private=self.private,
@@ -233,6 +411,23 @@ class Aggregates:
         """Read aggregates written by :meth:`save`. The archive's headers are checked before anything
         is unpacked (more than ``max_bytes`` is refused: aggregate files come from others), and every
         table is validated as a measurement.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        max_bytes : int
+            Largest total size of the arrays to unpack (default 1 GiB).
+
+        Returns
+        -------
+        Aggregates
+
+        Raises
+        ------
+        FileNotFoundError
+            No file at ``path``.
+        ValueError
+            Not ppgm aggregates, or too large.
 
         Examples
         --------
@@ -622,6 +817,28 @@ class MaxEntClassifier(_Params):
     ``history_`` (per step: ``d_error``, ``c_error``, ``step_size``; and ``nllh`` on ``eval_set``),
     ``aggregates_``, ``classes_``, ``feature_names_in_``, ``n_features_in_``.
 
+    Parameters
+    ----------
+    n_chains : int
+        Persistent chains (all shards together).
+    max_iter : int
+        PCD steps.
+    l2_mu, l2_theta : float
+        L2 penalties of the feature and interaction parameters.
+    step_mu, step_theta : float, optional
+        Step sizes (default 1 / number of tables).
+    rescaled, precondition : bool
+        The paper's rescaled pseudo-gradient and diagonal preconditioning.
+    average : float
+        Fraction of the last iterates averaged, in [0, 1).
+    noise_model : bool
+        Model the noise of noisy aggregates (False: treat them as exact).
+    seed : int or numpy.random.Generator
+    progress : bool
+    warm_start : bool
+    n_shards : int
+    client : distributed.Client, optional
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -667,7 +884,33 @@ class MaxEntClassifier(_Params):
         self.client = client
 
     def fit(self, aggregates: Aggregates, eval_set: pd.DataFrame | None = None, eval_every: int = 10) -> "MaxEntClassifier":
-        """Learn from ``aggregates``; ``eval_set`` (rows with the label) adds an NLLH curve to ``history_``."""
+        """Learn from ``aggregates`` by persistent contrastive divergence.
+
+        Parameters
+        ----------
+        aggregates : Aggregates
+        eval_set : pandas.DataFrame, optional
+            Rows with the label: adds an NLLH curve to ``history_`` every ``eval_every`` steps.
+        eval_every : int
+
+        Returns
+        -------
+        MaxEntClassifier
+            ``self``, fitted.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Not aggregates, or bad settings (steps, chains, penalties; checked before any work).
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> df = pd.DataFrame({"a": rng.integers(0, 3, 4000)}); df["y"] = (rng.random(4000) < 0.2 + 0.3 * df["a"]).astype(int)
+        >>> clf = MaxEntClassifier(n_chains=1000, max_iter=60, progress=False).fit(aggregate(df, label="y"))
+        >>> clf.classes_.tolist(), len(clf.history_["step"])
+        ([0, 1], 60)
+        """
         if not isinstance(aggregates, Aggregates):
             raise TypeError(f"aggregates: expected ppgm.adapters.Aggregates (from aggregate()), got {type(aggregates).__name__}")
         tables = list(aggregates.tables)
@@ -715,12 +958,37 @@ class MaxEntClassifier(_Params):
         return codes
 
     def decision_function(self, df: pd.DataFrame) -> np.ndarray:
-        """The logit theta0 + sum_t theta_t[x_t] of P(y = 1 | x)."""
+        """The logit theta0 + sum_t theta_t[x_t] of P(y = positive | x).
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+
+        Returns
+        -------
+        numpy.ndarray
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> df = pd.DataFrame({"a": rng.integers(0, 3, 4000)}); df["y"] = (rng.random(4000) < 0.2 + 0.3 * df["a"]).astype(int)
+        >>> clf = MaxEntClassifier(n_chains=1000, max_iter=60, progress=False).fit(aggregate(df, label="y"))
+        >>> bool(np.all(np.diff(clf.decision_function(pd.DataFrame({"a": [0, 1, 2]}))) > 0))
+        True
+        """
         return self.model_.decision_function(self._codes(df))
 
     def predict_proba(self, df: pd.DataFrame) -> np.ndarray:
         """(N, 2) array of the label's probabilities, columns in ``classes_`` order (scikit-learn's:
         the label values sorted).
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+
+        Returns
+        -------
+        numpy.ndarray, shape (N, 2)
 
         Examples
         --------
@@ -735,17 +1003,66 @@ class MaxEntClassifier(_Params):
         return out
 
     def predict(self, df: pd.DataFrame) -> np.ndarray:
-        """The more probable label value of every row (a value of ``classes_``)."""
+        """The more probable label value of every row (a value of ``classes_``).
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+
+        Returns
+        -------
+        numpy.ndarray
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> df = pd.DataFrame({"a": rng.integers(0, 3, 4000)}); df["y"] = (rng.random(4000) < 0.2 + 0.3 * df["a"]).astype(int)
+        >>> clf = MaxEntClassifier(n_chains=1000, max_iter=60, progress=False).fit(aggregate(df, label="y"))
+        >>> clf.predict(pd.DataFrame({"a": [0, 2]})).tolist()
+        [0, 1]
+        """
         return self.classes_[np.argmax(self.predict_proba(df), axis=1)]
 
     def score(self, df: pd.DataFrame) -> float:
-        """NLLH (1 - logloss / H(Y)) on rows carrying the label column."""
+        """NLLH (1 - logloss / H(Y)) on rows carrying the label column.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            With the label column.
+
+        Returns
+        -------
+        float
+            Higher is better; 0 is the label's base rate.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> df = pd.DataFrame({"a": rng.integers(0, 3, 4000)}); df["y"] = (rng.random(4000) < 0.2 + 0.3 * df["a"]).astype(int)
+        >>> clf = MaxEntClassifier(n_chains=1000, max_iter=60, progress=False).fit(aggregate(df, label="y"))
+        >>> clf.score(df) > 0.05
+        True
+        """
         return nllh(self.aggregates_.labels(df), self.predict_proba(df)[:, self._positive_column])
 
     def to_markov_network(self) -> DiscreteMarkovNetwork:
         """The fitted joint model as a pgmpy ``DiscreteMarkovNetwork`` over the features and the label
-        (state names kept; the label's states are 0 and 1): one factor per aggregated table over
-        its features and the label, and one over the label for the intercept."""
+        (state names kept; the label's states are 0 and 1): one factor per aggregated table over its
+        features and the label, and one over the label for the intercept.
+
+        Returns
+        -------
+        DiscreteMarkovNetwork
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> df = pd.DataFrame({"a": rng.integers(0, 3, 4000)}); df["y"] = (rng.random(4000) < 0.2 + 0.3 * df["a"]).astype(int)
+        >>> clf = MaxEntClassifier(n_chains=1000, max_iter=60, progress=False).fit(aggregate(df, label="y"))
+        >>> sorted(clf.to_markov_network().nodes())
+        ['a', 'y']
+        """
         if not hasattr(self, "model_"):
             raise ValueError("MaxEntClassifier: call fit(aggregates) first")
         label = self.aggregates_.label

@@ -115,6 +115,15 @@ def dask_executor(client=None) -> DaskExecutor:
     """An executor for ``fit_maxent`` / ``MaxEntClassifier(client=...)``: PCD's chain shards live on
     the workers of ``client`` (same result as in memory with the same ``n_shards``).
 
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        Default: Dask's current scheduler.
+
+    Returns
+    -------
+    DaskExecutor
+
     Examples
     --------
     >>> from ppgm.aggregates import aggregate_records
@@ -180,6 +189,22 @@ def filter_dask(
     filter on the array's row chunks, which stay on the workers (the caller holds vectors of the
     parameter dimension). The same row blocks in memory (``block_rows``) give the same mask. The
     returned ``inlier_mask`` is a Dask array.
+
+    Parameters
+    ----------
+    records : dask.array.Array of int, shape (N, len(domain))
+        Row chunks are the blocks.
+    domain : ppgm.Domain
+    parents : mapping
+    epsilon : float
+    mode, rounds, seed, tol, progress
+        As :func:`ppgm.robust_filter.filter_known_topology`.
+    client : distributed.Client, optional
+
+    Returns
+    -------
+    ppgm.FilterResult
+        ``inlier_mask`` a Dask array of bool.
 
     Examples
     --------

@@ -62,6 +62,23 @@ def check_domain(domain, name: str = "domain") -> Domain:
 def infer_domain(data: pd.DataFrame, columns: Sequence, state_names: Mapping | None = None) -> Domain:
     """Domain of ``columns``: given state names where supplied, else the sorted observed values.
 
+    Parameters
+    ----------
+    data : pandas.DataFrame or dask.dataframe.DataFrame
+    columns : list
+        The columns to take (distinct names present in ``data``).
+    state_names : mapping, optional
+        ``{column: states}``; the other columns take their sorted observed values.
+
+    Returns
+    -------
+    ppgm.Domain
+
+    Raises
+    ------
+    TypeError, ValueError
+        Not a DataFrame, unknown or repeated columns, malformed state lists, a column with no values.
+
     Examples
     --------
     >>> infer_domain(pd.DataFrame({"A": ["b", "a", "b"]}), ["A"]).state_names["A"]
@@ -90,6 +107,17 @@ def encode(data: pd.DataFrame, domain: Domain, dtype=np.int64) -> np.ndarray:
 
     Raises ``ValueError`` naming the column for a missing column, a missing value or a value that
     is not one of the variable's states. The DataFrame is not modified.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+    domain : ppgm.Domain
+    dtype : numpy integer type
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape (N, len(domain)).
 
     Examples
     --------
@@ -166,6 +194,21 @@ def declared_domain(columns: Sequence, states: Mapping, argument: str = "state_n
 def decode(records: np.ndarray, domain: Domain) -> pd.DataFrame:
     """DataFrame of state names from integer codes.
 
+    Parameters
+    ----------
+    records : numpy.ndarray of int, shape (N, len(domain))
+        State codes, each in ``0 .. card - 1``.
+    domain : ppgm.Domain
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Raises
+    ------
+    TypeError, ValueError
+        Not a Domain, a wrong shape, or codes outside a variable's states.
+
     Examples
     --------
     >>> d = Domain(("A",), (2,), {"A": ["no", "yes"]})
@@ -206,7 +249,7 @@ def contingency_tables(
     state_names: Mapping | None = None,
     weights=None,
 ) -> list[DiscreteFactor]:
-    """One count table per clique from a DataFrame, as pgmpy ``DiscreteFactor``s with state names.
+    """One count table per clique from a DataFrame, as pgmpy ``DiscreteFactor`` objects with state names.
 
     Parameters
     ----------
@@ -219,6 +262,17 @@ def contingency_tables(
         A value not among the given states is an error.
     weights : array-like of shape (N,), optional
         Per-record weights (for instance 1/K for a user contributing K records).
+
+    Returns
+    -------
+    list of pgmpy DiscreteFactor
+        One count table per clique, state names kept.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Not a DataFrame, a bare pair of names instead of a list of cliques, unknown columns, values
+        outside the declared states, malformed weights.
 
     Examples
     --------
@@ -244,6 +298,18 @@ def sample(model, n: int, seed=None) -> pd.DataFrame:
     """``n`` exact samples from a pgmpy ``DiscreteMarkovNetwork`` or ``DiscreteBayesianNetwork``,
     as a DataFrame whose values are state names.
 
+    Parameters
+    ----------
+    model : DiscreteMarkovNetwork or DiscreteBayesianNetwork
+    n : int
+        Number of records.
+    seed : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    pandas.DataFrame
+        One column per variable, values are state names.
+
     Examples
     --------
     >>> from pgmpy.models import DiscreteBayesianNetwork
@@ -263,6 +329,21 @@ def sample_partitions(model, n: int, npartitions: int, seed=None, codes: bool = 
     partitions, each drawn on a worker with its own generator spawned from ``seed`` (same seed, same
     data). ``codes=True`` gives a Dask array of integer codes (columns in domain order), else a Dask
     DataFrame of state names.
+
+    Parameters
+    ----------
+    model : pgmpy or engine model
+    n : int
+        Number of records in all.
+    npartitions : int
+        Number of partitions (1 .. n).
+    seed : int or numpy.random.Generator, optional
+    codes : bool
+        Integer codes in a Dask array instead of a Dask DataFrame of state names.
+
+    Returns
+    -------
+    dask.dataframe.DataFrame or dask.array.Array
 
     Examples
     --------

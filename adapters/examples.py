@@ -17,6 +17,15 @@ from ppgm.random_models import third_order_chain
 def load_bif_example(name: str) -> DiscreteBayesianNetwork:
     """A ``DiscreteBayesianNetwork`` from pgmpy's bundled ``<name>.bif.gz`` (e.g. ``"alarm"``).
 
+    Parameters
+    ----------
+    name : str
+        A network pgmpy ships (asia, alarm, child, insurance, ...).
+
+    Returns
+    -------
+    DiscreteBayesianNetwork
+
     Examples
     --------
     >>> len(load_bif_example("asia").nodes())
@@ -35,6 +44,20 @@ def dirichlet_chain_network(n_vars: int = 10, k: int = 10, alpha: float = 1.0, s
     """The CGM paper's third-order chain as a pgmpy ``DiscreteMarkovNetwork``, with the raw
     Dirichlet(alpha) edge tables as factor values (entries near 1/k^2, the regime in which pgmpy's
     own ``BeliefPropagation`` stops early).
+
+    Parameters
+    ----------
+    n_vars : int
+        Variables (at least 2).
+    k : int
+        States per variable.
+    alpha : float
+        Dirichlet concentration of the edge tables.
+    seed : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    DiscreteMarkovNetwork
 
     Examples
     --------
@@ -55,6 +78,11 @@ def load_adult() -> tuple:
     Bundled with ppgm (see ``ppgm/adapters/datasets/adult/README.md`` for its provenance), so it
     loads offline: 32,561 and 16,281 rows, 14 features and the label ``income`` (``<=50K`` /
     ``>50K``); missing values are the category ``?``.
+
+    Returns
+    -------
+    tuple of pandas.DataFrame
+        ``(train, test)``.
 
     Examples
     --------
@@ -79,6 +107,11 @@ def adult_schema() -> dict:
     Category lists are those documented with the data set (UCI's ``adult.names``; ``?`` marks an
     unknown value), education codes are 1-16, and numeric columns get round public bounds (see
     ``datasets/adult/schema.json``). Nothing in it is read from the records.
+
+    Returns
+    -------
+    dict
+        ``{"categories": ..., "bounds": ..., "positive": ...}``.
 
     Examples
     --------

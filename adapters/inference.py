@@ -22,7 +22,7 @@ class LogBeliefPropagation:
 
     The junction tree is built once, in ``__init__``; each distinct evidence set is calibrated once
     (in log space, so tiny or huge potentials are fine) and cached. Beliefs and query answers are
-    normalised ``DiscreteFactor``s that keep the model's state names.
+    normalised ``DiscreteFactor`` objects that keep the model's state names.
 
     Parameters
     ----------
@@ -86,7 +86,7 @@ class LogBeliefPropagation:
         return (tuple(sorted(hard, key=lambda kv: self.domain.index(kv[0]))), soft)
 
     def _virtual_key(self, virtual_evidence, observed: set) -> tuple:
-        """pgmpy's virtual evidence: a list of single-variable ``TabularCPD``s whose values are the
+        """pgmpy's virtual evidence: a list of single-variable ``TabularCPD`` objects whose values are the
         likelihood of the observation under each state of the variable (each in [0, 1])."""
         if virtual_evidence is None:
             return ()
@@ -142,7 +142,17 @@ class LogBeliefPropagation:
         return cal
 
     def calibrate(self) -> None:
-        """Calibrate the junction tree (without evidence)."""
+        """Calibrate the junction tree without evidence (queries do it on demand; this only warms the cache).
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> from ppgm.adapters import load_bif_example
+        >>> bp = LogBeliefPropagation(load_bif_example("asia")); bp.calibrate()
+        """
         self._calibration(())
 
     # -- pgmpy-shaped accessors -----------------------------------------------------------------
@@ -155,16 +165,54 @@ class LogBeliefPropagation:
         )
 
     def get_cliques(self) -> list[tuple]:
-        """The junction tree's cliques, as tuples of variables."""
+        """The junction tree's cliques, as pgmpy's ``BeliefPropagation.get_cliques``.
+
+        Returns
+        -------
+        list of tuple
+            The variables of each clique.
+
+        Examples
+        --------
+        >>> from ppgm.adapters import load_bif_example
+        >>> len(LogBeliefPropagation(load_bif_example("asia")).get_cliques())
+        6
+        """
         return list(self.junction_tree.cliques)
 
     def get_clique_beliefs(self) -> dict:
-        """``{clique: DiscreteFactor}`` normalised marginal of every clique."""
+        """The normalised marginal of every clique (no evidence), as pgmpy's ``get_clique_beliefs``.
+
+        Returns
+        -------
+        dict
+            ``{clique (tuple of variables): DiscreteFactor}``, each summing to one.
+
+        Examples
+        --------
+        >>> from ppgm.adapters import load_bif_example
+        >>> beliefs = LogBeliefPropagation(load_bif_example("asia")).get_clique_beliefs()
+        >>> all(abs(f.values.sum() - 1) < 1e-12 for f in beliefs.values())
+        True
+        """
         cal = self._calibration(())
         return {f.variables: self._to_pgmpy(f) for f in cal.clique_marginals()}
 
     def get_sepset_beliefs(self) -> dict:
-        """``{frozenset((clique_a, clique_b)): DiscreteFactor}`` normalised marginal of every separator."""
+        """The normalised marginal of every separator (no evidence), as pgmpy's ``get_sepset_beliefs``.
+
+        Returns
+        -------
+        dict
+            ``{frozenset((clique_a, clique_b)): DiscreteFactor}``.
+
+        Examples
+        --------
+        >>> from ppgm.adapters import load_bif_example
+        >>> seps = LogBeliefPropagation(load_bif_example("asia")).get_sepset_beliefs()
+        >>> len(seps)
+        5
+        """
         cal = self._calibration(())
         t = self.junction_tree
         return {
@@ -231,10 +279,32 @@ class LogBeliefPropagation:
         virtual_evidence: Sequence[TabularCPD] | None = None,
         show_progress: bool = False,
     ) -> dict:
-        """The most probable states of ``variables`` given the evidence, as pgmpy's ``map_query``:
-        ``{variable: state name}``. For every unobserved variable (``variables=None``) it is the most
-        probable configuration, by max-sum on the junction tree; for a subset it is the mode of their
-        joint marginal (the others summed out), as pgmpy's ``VariableElimination.map_query``.
+        """The most probable states of ``variables`` given the evidence, as pgmpy's ``map_query``.
+
+        For every unobserved variable (``variables=None``) it is the most probable configuration, by
+        max-sum on the junction tree; for a subset it is the mode of their joint marginal (the others
+        summed out), as pgmpy's ``VariableElimination.map_query``.
+
+        Parameters
+        ----------
+        variables : list, optional
+            The variables to report (default: every variable not in the evidence).
+        evidence : dict, optional
+            ``{variable: state name}`` observed.
+        virtual_evidence : list of TabularCPD, optional
+            Soft evidence, as in :meth:`query`.
+        show_progress : bool
+            Accepted for pgmpy compatibility.
+
+        Returns
+        -------
+        dict
+            ``{variable: state name}``.
+
+        Raises
+        ------
+        ValueError
+            Unknown variables, states that are not the model's, evidence of probability zero.
 
         Examples
         --------
@@ -265,8 +335,18 @@ class LogBeliefPropagation:
         return {v: names[v][int(c)] for v, c in zip(m.variables, flat)}
 
     def log_partition_function(self, evidence: Mapping | None = None, virtual_evidence: Sequence[TabularCPD] | None = None) -> float:
-        """log Z of the model (for a Bayesian network with ``evidence``: log P(evidence); virtual
-        evidence multiplies in its likelihoods).
+        """log Z of the model; for a Bayesian network with ``evidence``, log P(evidence).
+
+        Parameters
+        ----------
+        evidence : dict, optional
+            ``{variable: state name}`` observed.
+        virtual_evidence : list of TabularCPD, optional
+            Soft evidence, as in :meth:`query`: its likelihoods multiply in.
+
+        Returns
+        -------
+        float
 
         Examples
         --------

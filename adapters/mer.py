@@ -37,6 +37,14 @@ class MERFit(MERResult):
     ``fit.program_.gamma``, which holds the value of the latest solve: set it to ``fit.gamma``
     before calling ``fit.problem.solve(...)`` yourself.
 
+    Parameters
+    ----------
+    The fields of :class:`ppgm.mer.MERResult`, and
+    domain : ppgm.Domain, optional
+        The variables and states the statistics were pooled over.
+    program_ : ppgm.mer.ConvexProgram, optional
+        The compiled program.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -55,22 +63,87 @@ class MERFit(MERResult):
         return cls(**{f.name: getattr(result, f.name) for f in fields(MERResult)}, domain=domain, program_=program)
 
     def refit(self, gamma: float | None = None, gamma_ratio: float | None = None, solver: str | None = None) -> "MERFit":
-        """MER on the same statistics at another ``gamma`` (or ``gamma_ratio`` times s~)."""
+        """MER on the same statistics at another ``gamma`` (or ``gamma_ratio`` times s~), re-using the
+        compiled program (gamma is a cvxpy Parameter).
+
+        Parameters
+        ----------
+        gamma : float, optional
+        gamma_ratio : float, optional
+            One of the two.
+        solver : str, optional
+
+        Returns
+        -------
+        MERFit
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.normal(size=(400, 3)); x[:, 1] += x[:, 0]; x[:, 2] -= x[:, 1]
+        >>> df = pd.DataFrame(x, columns=["a", "b", "c"])
+        >>> fit = mer([df[["a", "b"]].iloc[:200], df[["b", "c"]].iloc[200:]], gamma_ratio=2)
+        >>> fit.refit(gamma_ratio=8).gamma == 4 * fit.gamma
+        True
+        """
         return MERFit._wrap(self.program_.mer(gamma, gamma_ratio, solver), self.domain, self.program_)
 
     def constraints_frame(self) -> pd.DataFrame:
-        """The constraints as a DataFrame (scope, kind, n, dof, tolerance, divergence, dual, active)."""
+        """The constraints as a DataFrame: scope, kind, n, dof, tolerance, divergence, dual value, active.
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.normal(size=(400, 3)); x[:, 1] += x[:, 0]; x[:, 2] -= x[:, 1]
+        >>> df = pd.DataFrame(x, columns=["a", "b", "c"])
+        >>> fit = mer([df[["a", "b"]].iloc[:200], df[["b", "c"]].iloc[200:]], gamma_ratio=2)
+        >>> len(fit.constraints_frame()) == len(fit.constraints)
+        True
+        """
         return pd.DataFrame(self.constraints)
 
     def to_markov_network(self) -> DiscreteMarkovNetwork:
         """pgmpy ``DiscreteMarkovNetwork`` of a discrete fit: node factors and one factor per edge of
-        ``graph`` (weaker interactions are dropped, their additive parts kept in the node factors)."""
+        ``graph`` (weaker interactions are dropped, their additive parts kept in the node factors).
+
+        Returns
+        -------
+        DiscreteMarkovNetwork
+
+        Raises
+        ------
+        ValueError
+            For a Gaussian fit.
+
+        Examples
+        --------
+        >>> d = pd.DataFrame({"a": [0, 1, 1, 0] * 50, "b": [0, 1, 1, 1] * 50, "c": [1, 1, 0, 0] * 50})
+        >>> net = mer([d[["a", "b"]], d[["b", "c"]]], kind="discrete").to_markov_network()
+        >>> sorted(net.nodes())
+        ['a', 'b', 'c']
+        """
         if self.kind != "discrete":
             raise ValueError("to_markov_network: this is a Gaussian fit; use precision / to_linear_gaussian_bn")
         return markov_to_pgmpy(self.engine_model())
 
     def engine_model(self) -> MarkovNetwork:
-        """The fitted discrete model as an engine :class:`~ppgm.markov.MarkovNetwork`."""
+        """The fitted discrete model as an engine :class:`~ppgm.markov.MarkovNetwork` (the factors of
+        :meth:`to_markov_network`, as log-potentials).
+
+        Returns
+        -------
+        ppgm.MarkovNetwork
+
+        Examples
+        --------
+        >>> d = pd.DataFrame({"a": [0, 1, 1, 0] * 50, "b": [0, 1, 1, 1] * 50})
+        >>> mer([d], kind="discrete").engine_model().domain.variables
+        ('a', 'b')
+        """
         keep = {frozenset(e) for e in self.graph.edges}
         factors = [
             Factor(scope, pot)
@@ -86,6 +159,31 @@ class MERFit(MERResult):
         coefficients below ``tol`` in magnitude are dropped (exactly zero where the graph separates the
         variable from a predecessor given the others; the solver leaves them near 1e-6). Its
         ``to_joint_gaussian()`` returns the fitted covariance up to the dropped coefficients.
+
+        Parameters
+        ----------
+        order : list
+            A permutation of the variables (each is regressed on those before it).
+        tol : float
+            Coefficients below this magnitude are dropped.
+
+        Returns
+        -------
+        LinearGaussianBayesianNetwork
+
+        Raises
+        ------
+        ValueError
+            For a discrete fit, or an ``order`` that is not a permutation of the variables.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.normal(size=(400, 3)); x[:, 1] += x[:, 0]; x[:, 2] -= x[:, 1]
+        >>> df = pd.DataFrame(x, columns=["a", "b", "c"])
+        >>> fit = mer([df[["a", "b"]].iloc[:200], df[["b", "c"]].iloc[200:]], gamma_ratio=2)
+        >>> sorted(fit.to_linear_gaussian_bn(["a", "b", "c"]).edges())
+        [('a', 'b'), ('b', 'c')]
         """
         if self.kind != "gaussian":
             raise ValueError("to_linear_gaussian_bn: this is a discrete fit; use to_markov_network")
@@ -249,6 +347,25 @@ def ini(
 ) -> MERFit:
     """Phase-I program INI: the smallest tolerance scale s~ at which MER is feasible, and the
     consistent model that attains it (``fit.s_tilde``; ``fit.refit(gamma_ratio=...)`` then runs MER).
+
+    Parameters
+    ----------
+    samples : list of pandas.DataFrame
+        One DataFrame per sample set; each observes some of the variables.
+    kind : {"gaussian", "discrete"}
+    p : float
+        Exponent of the tolerances delta = gamma (k / N)^p.
+    edges : list of pairs, optional
+        Edge statistics to constrain (default: every pair some set observed jointly).
+    solver : str, optional
+        A cvxpy solver name (default: the package's policy, see ``ppgm.mer.solve``).
+    **kwargs
+        Passed to the program (e.g. ``pseudo_count`` for discrete programs).
+
+    Returns
+    -------
+    MERFit
+        ``s_tilde`` set; ``refit(gamma_ratio=...)`` solves MER on the same compiled program.
 
     Examples
     --------

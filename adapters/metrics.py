@@ -14,6 +14,15 @@ from .models import to_engine
 def kl_divergence(p, q) -> float:
     """Exact KL(p || q) in nats between two pgmpy models (Markov or Bayesian) on the same variables.
 
+    Parameters
+    ----------
+    p, q : DiscreteMarkovNetwork or DiscreteBayesianNetwork
+        Same variables with the same states (in any order).
+
+    Returns
+    -------
+    float
+
     Examples
     --------
     >>> from pgmpy.models import DiscreteBayesianNetwork
@@ -30,6 +39,20 @@ def kl_divergence(p, q) -> float:
 def total_variation(p, q, exact_max_cells: int = 2**22, n_samples: int = 100_000, seed=None, method: str = "auto") -> float:
     """Total-variation distance between two pgmpy models: exact for small joints, otherwise the
     sampling estimate P(A) - Q(A) with A = {x : p(x) > q(x)} (see ``ppgm.total_variation``).
+
+    Parameters
+    ----------
+    p, q : DiscreteMarkovNetwork or DiscreteBayesianNetwork
+    exact_max_cells : int
+        Largest joint table computed exactly.
+    n_samples : int
+        Draws from each side for the sampling estimate.
+    seed : int or numpy.random.Generator, optional
+    method : {"auto", "exact", "sample"}
+
+    Returns
+    -------
+    float
 
     Examples
     --------

@@ -32,6 +32,15 @@ def declared_states(model) -> dict:
     network) declare, in the model's order (a variable's first factor sets it). Variables with no
     factor are absent. This is the public domain a private release counts over.
 
+    Parameters
+    ----------
+    model : DiscreteMarkovNetwork or DiscreteBayesianNetwork
+
+    Returns
+    -------
+    dict
+        ``{variable: list of states}``.
+
     Examples
     --------
     >>> from pgmpy.models import DiscreteMarkovNetwork
@@ -89,6 +98,14 @@ def _reindexed(f, dom: Domain) -> np.ndarray:
 def markov_from_pgmpy(model: DiscreteMarkovNetwork) -> MarkovNetwork:
     """Engine Markov network with the log of each ``DiscreteFactor`` as a log-potential.
 
+    Parameters
+    ----------
+    model : DiscreteMarkovNetwork
+
+    Returns
+    -------
+    ppgm.MarkovNetwork
+
     Examples
     --------
     >>> from pgmpy.models import DiscreteMarkovNetwork
@@ -127,6 +144,14 @@ def markov_to_pgmpy(model: MarkovNetwork) -> DiscreteMarkovNetwork:
     zero), so that an extreme but valid fit does not come back with zero probability everywhere.
     Only -inf entries become exact zeros.
 
+    Parameters
+    ----------
+    model : ppgm.MarkovNetwork
+
+    Returns
+    -------
+    DiscreteMarkovNetwork
+
     Examples
     --------
     >>> from ppgm.random_models import third_order_chain
@@ -161,7 +186,15 @@ def markov_to_pgmpy(model: MarkovNetwork) -> DiscreteMarkovNetwork:
 
 
 def bayes_from_pgmpy(model: DiscreteBayesianNetwork) -> BayesianNetwork:
-    """Engine Bayesian network: CPT arrays of shape (*parent cards, card), topological order.
+    """Engine Bayesian network: CPT arrays of shape (parent cards..., card), topological order.
+
+    Parameters
+    ----------
+    model : DiscreteBayesianNetwork
+
+    Returns
+    -------
+    ppgm.BayesianNetwork
 
     Examples
     --------
@@ -193,6 +226,16 @@ def bayes_from_pgmpy(model: DiscreteBayesianNetwork) -> BayesianNetwork:
 
 def tabular_cpds(model: BayesianNetwork, cpts: Mapping | None = None) -> list[TabularCPD]:
     """pgmpy ``TabularCPD`` objects for the engine CPT arrays (``cpts`` overrides ``model.cpts``).
+
+    Parameters
+    ----------
+    model : ppgm.BayesianNetwork
+    cpts : mapping, optional
+        ``{variable: array (parent cards..., card)}`` replacing the model's CPTs (rows summing to one).
+
+    Returns
+    -------
+    list of TabularCPD
 
     Examples
     --------
@@ -236,6 +279,14 @@ def tabular_cpds(model: BayesianNetwork, cpts: Mapping | None = None) -> list[Ta
 def bayes_to_pgmpy(model: BayesianNetwork) -> DiscreteBayesianNetwork:
     """pgmpy ``DiscreteBayesianNetwork`` with the engine's DAG and CPTs.
 
+    Parameters
+    ----------
+    model : ppgm.BayesianNetwork
+
+    Returns
+    -------
+    DiscreteBayesianNetwork
+
     Examples
     --------
     >>> from ppgm.random_models import random_bayesian_network
@@ -253,6 +304,16 @@ def bayes_to_pgmpy(model: BayesianNetwork) -> DiscreteBayesianNetwork:
 
 def to_engine(model, name: str = "model"):
     """Engine model of a pgmpy ``DiscreteMarkovNetwork`` or ``DiscreteBayesianNetwork`` (engine models pass through).
+
+    Parameters
+    ----------
+    model : DiscreteMarkovNetwork, DiscreteBayesianNetwork, or an engine model
+    name : str
+        The argument's name in error messages.
+
+    Returns
+    -------
+    ppgm.MarkovNetwork or ppgm.BayesianNetwork
 
     Examples
     --------

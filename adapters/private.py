@@ -31,7 +31,19 @@ from .models import declared_states, markov_to_pgmpy
 class NoisyFactor:
     """One released table: noisy counts over ``variables`` and the noise that produced them.
 
-    ``integer`` is True when the noise is integer-valued (discrete Laplace / Gaussian on counts).
+    Parameters
+    ----------
+    variables : tuple
+        The clique.
+    values : numpy.ndarray
+        Noisy counts, one axis per variable, states in ``state_names`` order.
+    state_names : dict
+        ``{variable: states}``.
+    noise : {"laplace", "gaussian", "none"}
+    scale : float
+        Laplace b or Gaussian sigma, in counts.
+    integer : bool
+        True when the noise is integer-valued (discrete Laplace / Gaussian on counts).
 
     Examples
     --------
@@ -48,6 +60,22 @@ class NoisyFactor:
     integer: bool = False
 
     def to_measurement(self, n: float | None = None) -> Measurement:
+        """The table as the engine's :class:`ppgm.Measurement` (the noisy-observation factor p(y | n)).
+
+        Parameters
+        ----------
+        n : float, optional
+            The record count to attach.
+
+        Returns
+        -------
+        ppgm.Measurement
+
+        Examples
+        --------
+        >>> NoisyFactor(("A",), np.array([4.0, 6.0]), {"A": [0, 1]}, "gaussian", 2.0).to_measurement().variance
+        4.0
+        """
         return Measurement(self.variables, self.values, self.noise, self.scale, n, integer=self.integer)
 
 
@@ -58,8 +86,9 @@ class NoisyTables:
     Iterating yields :class:`NoisyFactor` objects (``.variables``, ``.values`` with axes in
     ``.variables`` order and states as in ``.state_names``, ``.noise``, ``.scale``).
 
-    Attributes
+    Parameters
     ----------
+    factors : tuple of NoisyFactor
     n : float or None
         The record count when it was published with the tables (declared public, or noised: see
         ``spent``).
@@ -100,13 +129,54 @@ class NoisyTables:
         return Domain(tuple(names), tuple(len(s) for s in names.values()), names)
 
     def measurements(self) -> list[Measurement]:
+        """The tables as engine :class:`ppgm.Measurement` objects (what the learners take).
+
+        Returns
+        -------
+        list of ppgm.Measurement
+
+        Examples
+        --------
+        >>> t = NoisyTables.from_factors([DiscreteFactor(["A"], [2], [40.2, 59.1])], noise="laplace", scale=1.0)
+        >>> t.measurements()[0].noise
+        'laplace'
+        """
         return [f.to_measurement(self.n) for f in self.factors]
 
     @classmethod
     def from_factors(cls, factors: Sequence[DiscreteFactor], noise: str, scale: float | Sequence[float],
                      n: float | None = None, spent: Sequence[Mapping] = (), integer: bool = False) -> "NoisyTables":
-        """Tables released by someone else, as pgmpy ``DiscreteFactor``s of noisy counts (``private``
-        is False: ppgm cannot vouch for how they were made)."""
+        """Tables released by someone else, as pgmpy ``DiscreteFactor`` objects of noisy counts (``private`` is
+        False: ppgm cannot vouch for how they were made).
+
+        Parameters
+        ----------
+        factors : list of DiscreteFactor
+        noise : {"laplace", "gaussian", "none"}
+        scale : float or list of float
+            One noise scale for every table, or one per table.
+        n : float, optional
+            The record count, if published.
+        spent : sequence of dict
+            What the publisher says the release cost.
+        integer : bool
+            The noise was integer-valued.
+
+        Returns
+        -------
+        NoisyTables
+
+        Raises
+        ------
+        TypeError, ValueError
+            Not a list of DiscreteFactors, scales that are not positive, a wrong number of scales.
+
+        Examples
+        --------
+        >>> t = NoisyTables.from_factors([DiscreteFactor(["A"], [2], [40.2, 59.1])], noise="laplace", scale=1.0)
+        >>> len(t), t.factors[0].scale
+        (1, 1.0)
+        """
         if isinstance(factors, (str, bytes)) or not isinstance(factors, Sequence) or not all(isinstance(f, DiscreteFactor) for f in factors):
             raise TypeError(f"factors: expected a list of pgmpy DiscreteFactors of noisy counts, got {factors!r:.80}")
         if not factors:
@@ -124,7 +194,22 @@ class NoisyTables:
         return cls(tuple(out), n, tuple(dict(p) for p in spent), False)
 
     def save(self, path) -> None:
-        """Write the release to an ``.npz`` file (tables and metadata; no records)."""
+        """Write the release to an ``.npz`` file (tables and metadata as JSON; no records, no pickles).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> t = NoisyTables.from_factors([DiscreteFactor(["A"], [2], [40.2, 59.1])], noise="laplace", scale=1.0)
+        >>> t.save(os.path.join(tempfile.mkdtemp(), "release.npz"))
+        """
         meta = {
             "n": self.n, "spent": list(self.spent), "private": self.private,
             "factors": [{"variables": [_plain(v) for v in f.variables],
@@ -136,9 +221,28 @@ class NoisyTables:
 
     @classmethod
     def load(cls, path, max_bytes: int = MAX_BYTES) -> "NoisyTables":
-        """Read a release written by :meth:`save`. The archive's headers are checked before anything
-        is unpacked (a file that would unpack to more than ``max_bytes`` is refused: release files
-        come from others), and every table is validated as a measurement.
+        """Read a release written by :meth:`save`.
+
+        The archive's headers are checked before anything is unpacked (a file that would unpack to more
+        than ``max_bytes`` is refused: release files come from others), and every table is validated as
+        a measurement.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        max_bytes : int
+            Largest total size of the arrays to unpack (default 1 GiB).
+
+        Returns
+        -------
+        NoisyTables
+
+        Raises
+        ------
+        FileNotFoundError
+            No file at ``path``.
+        ValueError
+            Not a ppgm release, or too large.
 
         Examples
         --------
@@ -267,9 +371,21 @@ def release_tables(
 
 @dataclass(frozen=True)
 class BoundedTables:
-    """The exact tables a release adds noise to (never publish them): engine ``Factor`` counts over
-    the public ``domain``, the public bound ``contribution`` of one individual's weight per table,
-    the number of records counted ``n_records`` and their total weight ``total``.
+    """The exact tables a release adds noise to (never publish them).
+
+    Parameters
+    ----------
+    tables : list of ppgm.Factor
+        Counts over the public ``domain``.
+    domain : ppgm.Domain
+    contribution : float
+        The public bound of one individual's weight per table.
+    n_records : int
+        Records counted.
+    total : float
+        Their total weight.
+    weighted : bool
+        The counts are weighted (``reweight`` or ``weights``).
 
     Examples
     --------
@@ -287,7 +403,17 @@ class BoundedTables:
     weighted: bool
 
     def as_factors(self) -> list[DiscreteFactor]:
-        """The tables as pgmpy ``DiscreteFactor``s with the domain's state names."""
+        """The tables as pgmpy ``DiscreteFactor`` objects with the domain's state names.
+
+        Returns
+        -------
+        list of DiscreteFactor
+
+        Examples
+        --------
+        >>> bounded_tables(pd.DataFrame({"A": ["a"]}), [("A",)], state_names={"A": ["a", "b"]}).as_factors()[0].values.tolist()
+        [1.0, 0.0]
+        """
         return [DiscreteFactor(list(t.variables), list(t.shape), np.asarray(t.values, dtype=float),
                                state_names={v: list(self.domain.state_names[v]) for v in t.variables}) for t in self.tables]
 
@@ -304,10 +430,32 @@ def bounded_tables(
     on_unknown: str = "raise",
     seed=None,
 ) -> BoundedTables:
-    """The exact contingency tables that :func:`release_tables` adds noise to, over the public
-    domain and after bounding each individual's contribution (same arguments, same checks). For
-    inspecting and testing a release's sensitivity; the tables themselves are not private.
-    ``seed`` only drives the random choice of records kept under ``max_contributions``.
+    """The exact contingency tables that :func:`release_tables` adds noise to, over the public domain
+    and after bounding each individual's contribution (same arguments, same checks). For inspecting
+    and testing a release's sensitivity; the tables themselves are not private.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+    cliques_or_model : list of cliques, or a pgmpy DiscreteMarkovNetwork
+    state_names : mapping, optional
+    individuals : str or array-like, optional
+    max_contributions : int, optional
+    reweight : bool
+    weights : array-like, optional
+    on_unknown : {"raise", "drop"}
+        See :func:`release_tables` for all of these.
+    seed : int or numpy.random.Generator, optional
+        Only drives the random choice of records kept under ``max_contributions``.
+
+    Returns
+    -------
+    BoundedTables
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`release_tables`.
 
     Examples
     --------
@@ -437,9 +585,12 @@ def _in_model_order(dom: Domain, ms: list[Measurement], declared: Mapping) -> tu
 
 class NaiveMLEEstimator(_NoisyTableEstimator):
     """The CGM paper's baseline: noisy tables / N projected onto the simplex, then an L2-regularised
-    maximum-likelihood fit. ``estimate(..., l2=...)`` takes the weight per record: default ``1 / N``
-    (the paper's), or ``"calibrated"`` for one that grows with the noise (``ppgm.cgm.noise_calibrated_l2``:
-    a fixed ``1 / N`` overfits the noise badly when it is large next to the counts).
+    maximum-likelihood fit (a pgmpy-style estimator of a ``DiscreteMarkovNetwork``'s factors).
+
+    Parameters
+    ----------
+    model : DiscreteMarkovNetwork
+        Its factors' scopes are the cliques; its declared states are kept in the result.
 
     Examples
     --------
@@ -452,6 +603,38 @@ class NaiveMLEEstimator(_NoisyTableEstimator):
 
     def estimate(self, noisy_tables: NoisyTables, N: float | None = None, l2: float | str | None = None,
                  project: bool = True) -> DiscreteMarkovNetwork:
+        """Fit the network to the noisy tables treated as exact marginals.
+
+        Parameters
+        ----------
+        noisy_tables : NoisyTables
+            One table per clique of the model.
+        N : float, optional
+            The record count (default: the release's, or estimated from the tables' totals).
+        l2 : float or "calibrated", optional
+            L2 weight per record: default ``1 / N`` (the paper's), or ``"calibrated"`` for one that grows
+            with the noise (``ppgm.cgm.noise_calibrated_l2``).
+        project : bool
+            Project each table onto the simplex first.
+
+        Returns
+        -------
+        DiscreteMarkovNetwork
+            With ``history_`` (the optimiser's objective) and ``N_`` set on the estimator.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Tables that are not a release of the model's cliques, bad ``N`` or ``l2``.
+
+        Examples
+        --------
+        >>> import ppgm.adapters as pa
+        >>> mn = pa.dirichlet_chain_network(4, 2, seed=0)
+        >>> rel = release_tables(pa.sample(mn, 2000, seed=1), mn, LaplaceMechanism(1.0), seed=2)
+        >>> sorted(map(sorted, NaiveMLEEstimator(mn).estimate(rel).edges()))[:2]
+        [['X0', 'X1'], ['X0', 'X2']]
+        """
         dom, ms = self._inputs(noisy_tables)
         fit = naive_mle(dom, ms, N=N, l2=l2, project=project)
         self.history_ = fit.history
@@ -461,11 +644,12 @@ class NaiveMLEEstimator(_NoisyTableEstimator):
 
 class CGMEstimator(_NoisyTableEstimator):
     """EM for collective graphical models (Bernstein et al. 2017, Algorithm 2): learn the network's
-    parameters from noisy tables by treating the true counts as latent. The arguments of
-    ``estimate`` are those of ``ppgm.cgm.cgm_em`` (see its docstring for the defaults and what they
-    were measured against): the L2 weights of the M-step and of the starting naive fit, the E-step
-    solver and its noise model, the number of EM iterations; ``callback(iteration, network, record)``
-    receives a pgmpy ``DiscreteMarkovNetwork``.
+    parameters from noisy tables by treating the true counts as latent.
+
+    Parameters
+    ----------
+    model : DiscreteMarkovNetwork
+        Its factors' scopes are the cliques; its declared states are kept in the result.
 
     Examples
     --------
@@ -480,6 +664,48 @@ class CGMEstimator(_NoisyTableEstimator):
     def estimate(self, noisy_tables: NoisyTables, N: float | None = None, l2: float | None = None, estep: str = "dual",
                  max_iter: int = 30, tol: float = 1e-6, progress: bool = True, init_l2: float | None = None,
                  moment_match: bool = True, rtol: float = 1e-4, callback=None) -> DiscreteMarkovNetwork:
+        """Run CGM-EM on the release (the arguments of :func:`ppgm.cgm.cgm_em`, whose docstring gives the
+        defaults and what they were measured against).
+
+        Parameters
+        ----------
+        noisy_tables : NoisyTables
+            One table per clique of the model.
+        N : float, optional
+            The record count (default: the release's, or estimated from the tables' totals).
+        l2 : float, optional
+            M-step L2 weight per record (default: noise-aware).
+        estep : {"dual", "nlbp"}
+        max_iter, tol, rtol
+            EM's stopping rule.
+        progress : bool
+        init_l2 : float or "calibrated", optional
+            L2 weight of the starting naive fit.
+        moment_match : bool
+        callback : callable, optional
+            ``callback(iteration, network, record)`` with a pgmpy ``DiscreteMarkovNetwork``; raise
+            ``StopIteration`` to stop.
+
+        Returns
+        -------
+        DiscreteMarkovNetwork
+            With ``history_`` (per EM iteration; the last record says why EM stopped) and ``N_`` set on
+            the estimator.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Tables that are not a release of the model's cliques, bad arguments.
+
+        Examples
+        --------
+        >>> import ppgm.adapters as pa
+        >>> mn = pa.dirichlet_chain_network(4, 2, seed=0)
+        >>> rel = release_tables(pa.sample(mn, 2000, seed=1), mn, LaplaceMechanism(1.0), seed=2)
+        >>> est = CGMEstimator(mn); _ = est.estimate(rel, max_iter=3, progress=False)
+        >>> len(est.history_) <= 3, "stopped" in est.history_[-1]
+        (True, True)
+        """
         dom, ms = self._inputs(noisy_tables)
         res = cgm_em(dom, ms, N=N, l2=l2, estep=estep, max_iter=max_iter, tol=tol, progress=progress,
                      init_l2=init_l2, moment_match=moment_match, rtol=rtol,

@@ -109,7 +109,36 @@ class RobustFilter(DiscreteParameterEstimator):
         super().__init__(state_names=state_names)
 
     def fit(self, model, data, sample_weight=None):
-        """Filter ``data`` and estimate the CPTs of ``model``'s DAG; returns ``self``."""
+        """Filter ``data`` and estimate the CPTs of ``model``'s DAG (pgmpy calls this from
+        ``bn.fit(df, estimator=RobustFilter(...))``).
+
+        Parameters
+        ----------
+        model : DiscreteBayesianNetwork or DAG
+            The known topology.
+        data : pandas.DataFrame
+            One row per record, a column per node.
+        sample_weight : None
+            Weighted rows are not supported (pgmpy's estimator interface).
+
+        Returns
+        -------
+        RobustFilter
+            ``self``, with ``parameters_``, ``inlier_mask_``, ``estimated_fraction_`` and ``history_``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Not a DataFrame, no rows, values outside ``state_names``, bad settings.
+
+        Examples
+        --------
+        >>> from ppgm.adapters import load_bif_example, sample
+        >>> asia = load_bif_example("asia")
+        >>> est = RobustFilter(epsilon=0.1, seed=0, progress=False).fit(asia, sample(asia, 3000, seed=1))
+        >>> len(est.parameters_), est.estimated_fraction_
+        (8, 0.0)
+        """
         if not (isinstance(self.epsilon, (int, float, np.floating)) and 0 < self.epsilon < 0.5):
             raise ValueError(f"epsilon: expected a corrupted fraction in (0, 1/2), got {self.epsilon!r}")
         checks.choice(self.encoding, "encoding", ("native", "binary"))

@@ -40,6 +40,15 @@ class BinaryEncoding:
     parents : dict
         Parents of every bit.
 
+    Parameters
+    ----------
+    source : Domain
+    source_parents : mapping
+    bits : mapping
+    domain : Domain
+    parents : mapping
+        See Attributes; built by :func:`binary_encoding`.
+
     Examples
     --------
     >>> enc = binary_encoding(Domain(("A", "B"), (3, 2)), {"B": ("A",)})
@@ -59,8 +68,27 @@ class BinaryEncoding:
         return sum(2 ** len(self.parents[b]) for b in self.domain.variables)
 
     def encode_records(self, records, seed=None) -> np.ndarray:
-        """Binary records; a record in a variable's last state lands on that state or one of its
-        phantoms uniformly at random (so encoded data follows :meth:`encode_network`)."""
+        """Categorical records as bits, most significant first. The last real state of a variable whose
+        cardinality is not a power of two is written as itself or one of the phantom codes above it,
+        uniformly at random (the encoded network shares its probability the same way).
+
+        Parameters
+        ----------
+        records : array of int, shape (N, len(source))
+        seed : int or numpy.random.Generator, optional
+            Kept for reproducibility of randomised encodings.
+
+        Returns
+        -------
+        numpy.ndarray of int, shape (N, len(domain))
+
+        Examples
+        --------
+        >>> from ppgm import Domain
+        >>> enc = binary_encoding(Domain(("A",), (3,)), {})
+        >>> enc.encode_records(np.array([[0], [1]])).tolist()
+        [[0, 0], [0, 1]]
+        """
         rec = check_records(records, self.source)
         rng = as_generator(seed)
         cols = []
@@ -76,7 +104,25 @@ class BinaryEncoding:
         return np.stack(cols, axis=1) if cols else np.zeros((rec.shape[0], 0), dtype=np.int64)
 
     def encode_network(self, bn: BayesianNetwork) -> BayesianNetwork:
-        """The binary network whose distribution is that of encoded samples of ``bn``."""
+        """The binary network whose distribution over the bits equals the categorical one's (phantom codes
+        get probability zero).
+
+        Parameters
+        ----------
+        bn : BayesianNetwork
+            Over ``source`` with ``source_parents``.
+
+        Returns
+        -------
+        BayesianNetwork
+
+        Examples
+        --------
+        >>> from ppgm.random_models import random_bayesian_network
+        >>> bn = random_bayesian_network(2, 3, seed=0)
+        >>> len(binary_encoding(bn.domain, bn.parents).encode_network(bn).domain)
+        4
+        """
         if bn.domain != self.source:
             raise ValueError("bn: its domain differs from the encoding's source domain")
         cpts = {}

@@ -84,6 +84,19 @@ def population_size(measurements: Sequence[Measurement]) -> float:
     """N from the measurements: the released record count if any carries it, otherwise the
     inverse-variance weighted mean of the tables' totals (each total is N plus noise).
 
+    Parameters
+    ----------
+    measurements : sequence of Measurement
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Totals that do not give a positive count.
+
     Examples
     --------
     >>> ys = [Measurement(("A",), np.array([40.0, 61.0]), "laplace", 1.0),
@@ -135,6 +148,12 @@ def naive_mle(
         Project each y_C / N onto the probability simplex first (Duchi et al. 2008). Without it the
         raw, possibly negative and inconsistent, pseudo-marginals enter the likelihood (``l2 > 0``
         is then required for the fit to exist).
+
+    Returns
+    -------
+    FitResult
+        The fitted network and the optimiser's trace; a fit that stops at ``max_iter`` raises a
+        ``ppgm.ConvergenceWarning``.
 
     Examples
     --------
@@ -384,6 +403,12 @@ def cgm_em(
     mstep_iter : int
         L-BFGS iterations per M-step, warm-started from the previous parameters (a generalised EM
         step: it improves the M-step objective without solving it to the end every time).
+
+    Returns
+    -------
+    CGMResult
+        The network, the last expected counts, N and the per-iteration history (the last record
+        says why EM stopped).
 
     Examples
     --------

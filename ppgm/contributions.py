@@ -45,6 +45,10 @@ def keep_at_most(individuals, max_contributions: int, rng: np.random.Generator) 
         The public bound k (>= 1).
     rng : numpy.random.Generator
 
+    Returns
+    -------
+    numpy.ndarray of bool
+
     Examples
     --------
     >>> mask = keep_at_most(["a", "a", "a", "b"], 2, np.random.default_rng(0))
@@ -66,6 +70,14 @@ def keep_at_most(individuals, max_contributions: int, rng: np.random.Generator) 
 def reweight_by_individual(individuals) -> np.ndarray:
     """Weight 1 / K for each record of an individual with K records: every individual's weights sum
     to 1, so each contributes at most 1 to each table.
+
+    Parameters
+    ----------
+    individuals : array-like of shape (N,)
+
+    Returns
+    -------
+    numpy.ndarray of float
 
     Examples
     --------

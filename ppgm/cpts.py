@@ -19,6 +19,17 @@ class CPTLayout:
     There is one coordinate per (node, parent configuration, state) for all states but the last,
     so a binary network has one coordinate per CPT row (the paper's ``m``). Nodes are in domain order.
 
+    Parameters
+    ----------
+    domain : Domain
+    parents : mapping
+    n_configs : tuple of int
+        Parent configurations per node.
+    base : tuple of int
+        First coordinate of each node.
+    m : int
+        Coordinates in all. Built by :meth:`build`.
+
     Examples
     --------
     >>> d = Domain(("A", "B"), (2, 3))
@@ -34,6 +45,30 @@ class CPTLayout:
 
     @classmethod
     def build(cls, domain: Domain, parents: Mapping) -> "CPTLayout":
+        """The layout of the DAG ``parents`` over ``domain`` (nodes without an entry have no parents).
+
+        Parameters
+        ----------
+        domain : Domain
+        parents : mapping
+            ``{node: tuple of parents}``.
+
+        Returns
+        -------
+        CPTLayout
+
+        Raises
+        ------
+        ValueError
+            Unknown variables.
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B"), (2, 3))
+        >>> lay = CPTLayout.build(d, {"A": (), "B": ("A",)})
+        >>> lay.m, lay.n_configs
+        (5, (1, 2))
+        """
         unknown = set(parents) - set(domain.variables)
         if unknown:
             raise ValueError(f"parents: unknown nodes {sorted(map(str, unknown))}")
@@ -44,7 +79,23 @@ class CPTLayout:
         return cls(domain, parents, n_cfg, base, int(sum(widths)))
 
     def configs(self, records: np.ndarray) -> np.ndarray:
-        """(N, d) parent-configuration index of every record for every node (int32)."""
+        """The parent configuration of every node in every record (mixed radix over the parents).
+
+        Parameters
+        ----------
+        records : numpy.ndarray of int, shape (N, len(domain))
+
+        Returns
+        -------
+        numpy.ndarray of int, shape (N, len(domain))
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B"), (2, 3))
+        >>> lay = CPTLayout.build(d, {"A": (), "B": ("A",)})
+        >>> lay.configs(np.array([[1, 2]])).tolist()
+        [[0, 1]]
+        """
         out = np.empty(records.shape, dtype=np.int32, order="F")
         for j, v in enumerate(self.domain.variables):
             ps = self.parents[v]
@@ -52,7 +103,29 @@ class CPTLayout:
         return out
 
     def counts(self, records: np.ndarray, configs: np.ndarray, rows=None) -> list[np.ndarray]:
-        """Per node, the (n_configs, card) table of counts over ``records[rows]``."""
+        """Counts of every (parent configuration, state) of every node.
+
+        Parameters
+        ----------
+        records : numpy.ndarray of int
+        configs : numpy.ndarray of int
+            From :meth:`configs`.
+        rows : array of int, optional
+            Count only these records.
+
+        Returns
+        -------
+        list of numpy.ndarray
+            Per node, shape (parent configurations, states).
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B"), (2, 3))
+        >>> lay = CPTLayout.build(d, {"A": (), "B": ("A",)})
+        >>> x = np.array([[0, 1], [1, 2], [1, 2]])
+        >>> lay.counts(x, lay.configs(x))[1].tolist()
+        [[0, 1, 0], [0, 0, 2]]
+        """
         out = []
         for j, (v, k, n) in enumerate(zip(self.domain.variables, self.domain.cards, self.n_configs)):
             cfg = configs[:, j] if rows is None else configs[rows, j]
@@ -73,6 +146,20 @@ def conditional_probabilities(counts: list[np.ndarray]) -> list[np.ndarray]:
 
 def empirical_cpts(records, domain: Domain, parents: Mapping, rows=None) -> BayesianNetwork:
     """Maximum-likelihood CPTs of the DAG ``parents`` from integer ``records`` (optionally a subset of rows).
+
+    Parameters
+    ----------
+    records : array of int, shape (N, len(domain))
+    domain : Domain
+    parents : mapping
+        ``{node: tuple of parents}``.
+    rows : array of int, optional
+        Use only these records.
+
+    Returns
+    -------
+    BayesianNetwork
+        A parent configuration never seen gets the uniform row.
 
     Examples
     --------

@@ -75,19 +75,87 @@ class Domain:
         return var in self._index
 
     def index(self, var: Var) -> int:
-        """Column index of ``var``; raises ``KeyError`` naming it if unknown."""
+        """Column index of ``var``.
+
+        Parameters
+        ----------
+        var : hashable
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        KeyError
+            Naming the variable, if it is not in the domain.
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B"), (2, 3), {"A": ["no", "yes"]})
+        >>> d.index("B")
+        1
+        """
         try:
             return self._index[var]
         except KeyError:
             raise KeyError(f"unknown variable {var!r}; the domain has {list(self.variables)}") from None
 
     def indices(self, variables: Iterable[Var]) -> list[int]:
+        """Column indices of ``variables``.
+
+        Parameters
+        ----------
+        variables : iterable
+
+        Returns
+        -------
+        list of int
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B"), (2, 3), {"A": ["no", "yes"]})
+        >>> d.indices(["B", "A"])
+        [1, 0]
+        """
         return [self.index(v) for v in variables]
 
     def card(self, var: Var) -> int:
+        """Number of states of ``var``.
+
+        Parameters
+        ----------
+        var : hashable
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B"), (2, 3), {"A": ["no", "yes"]})
+        >>> d.card("B")
+        3
+        """
         return self.cards[self.index(var)]
 
     def shape(self, variables: Iterable[Var]) -> tuple:
+        """Table shape over ``variables`` (their cardinalities, in the given order).
+
+        Parameters
+        ----------
+        variables : iterable
+
+        Returns
+        -------
+        tuple of int
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B"), (2, 3), {"A": ["no", "yes"]})
+        >>> d.shape(("B", "A"))
+        (3, 2)
+        """
         try:
             return tuple(self._card[v] for v in variables)
         except KeyError as err:
@@ -95,10 +163,48 @@ class Domain:
             raise
 
     def size(self, variables: Iterable[Var]) -> int:
+        """Number of cells of the table over ``variables``.
+
+        Parameters
+        ----------
+        variables : iterable
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B"), (2, 3), {"A": ["no", "yes"]})
+        >>> d.size(("A", "B"))
+        6
+        """
         return math.prod(self.shape(variables))
 
     def check(self, variables: Iterable[Var], argument: str = "variables") -> tuple:
-        """Return ``variables`` as a tuple after checking each is known and unique."""
+        """``variables`` as a tuple, after checking each is known and unique.
+
+        Parameters
+        ----------
+        variables : iterable
+        argument : str
+            The argument's name in the error message.
+
+        Returns
+        -------
+        tuple
+
+        Raises
+        ------
+        ValueError
+            Unknown or repeated variables.
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B"), (2, 3), {"A": ["no", "yes"]})
+        >>> d.check(["B"])
+        ('B',)
+        """
         variables = tuple(variables)
         missing = [v for v in variables if v not in self._index]
         if missing:
@@ -108,12 +214,47 @@ class Domain:
         return variables
 
     def project(self, variables: Sequence[Var]) -> "Domain":
-        """The sub-domain over ``variables`` (in the given order)."""
+        """The sub-domain over ``variables`` (in the given order).
+
+        Parameters
+        ----------
+        variables : sequence
+
+        Returns
+        -------
+        Domain
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B"), (2, 3), {"A": ["no", "yes"]})
+        >>> d.project(["A"]).state_names["A"]
+        ('no', 'yes')
+        """
         variables = self.check(variables)
         return Domain(variables, self.shape(variables), {v: self.state_names[v] for v in variables})
 
     def merge(self, other: "Domain") -> "Domain":
-        """Union of two domains; shared variables must agree on cardinality."""
+        """The union of two domains; shared variables must agree on cardinality.
+
+        Parameters
+        ----------
+        other : Domain
+
+        Returns
+        -------
+        Domain
+
+        Raises
+        ------
+        ValueError
+            A shared variable with another number of states.
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B"), (2, 3), {"A": ["no", "yes"]})
+        >>> d.merge(Domain(("C",), (4,))).variables
+        ('A', 'B', 'C')
+        """
         variables, cards, names = list(self.variables), list(self.cards), dict(self.state_names)
         for v, c in zip(other.variables, other.cards):
             if v in self._index:

@@ -100,6 +100,11 @@ def tree_reduce(parts: list, combine: Callable, submit: Callable | None = None):
 class LocalBlocks:
     """Blocks held in this process, as a list.
 
+    Parameters
+    ----------
+    items : list
+        The blocks.
+
     Examples
     --------
     >>> b = LocalBlocks([np.arange(3), np.arange(3, 5)])
@@ -110,16 +115,77 @@ class LocalBlocks:
     items: list
 
     def map(self, fn: Callable, *others: Blocks, **kwargs) -> "LocalBlocks":
+        """New blocks ``fn(block, *other_blocks, **kwargs)``.
+
+        Parameters
+        ----------
+        fn : callable
+        *others : LocalBlocks
+            Paired with these blocks, block by block.
+        **kwargs
+            Passed to ``fn``.
+
+        Returns
+        -------
+        LocalBlocks
+
+        Examples
+        --------
+        >>> LocalBlocks([1, 2]).map(lambda x, k: x * k, k=3).items
+        [3, 6]
+        """
         lists = [_items(o, len(self.items)) for o in others]
         return LocalBlocks([fn(x, *(o[i] for o in lists), **kwargs) for i, x in enumerate(self.items)])
 
     def reduce(self, fn: Callable, *others: Blocks, combine: Callable | None = None, **kwargs):
+        """``fn`` per block, the parts combined in the fixed tree (groups of :data:`FAN_IN`).
+
+        Parameters
+        ----------
+        fn : callable
+        *others : LocalBlocks
+        combine : callable, optional
+            Default :func:`add_all`.
+        **kwargs
+
+        Returns
+        -------
+        object
+            The combined result.
+
+        Examples
+        --------
+        >>> LocalBlocks([1, 2, 3]).reduce(lambda x: x * x)
+        14
+        """
         return tree_reduce(self.map(fn, *others, **kwargs).items, combine or add_all)
 
     def persist(self) -> "LocalBlocks":
+        """Keep the blocks computed (in process they already are).
+
+        Returns
+        -------
+        LocalBlocks
+
+        Examples
+        --------
+        >>> b = LocalBlocks([1]); b.persist() is b
+        True
+        """
         return self
 
     def collect(self) -> list:
+        """The blocks, brought back as a list.
+
+        Returns
+        -------
+        list
+
+        Examples
+        --------
+        >>> LocalBlocks([1, 2]).collect()
+        [1, 2]
+        """
         return list(self.items)
 
     def __len__(self) -> int:
@@ -144,12 +210,34 @@ class InProcess:
     """
 
     def scatter(self, items: Sequence, what: str = "blocks") -> LocalBlocks:
+        """Blocks from items held by the caller (here: a list in this process).
+
+        Parameters
+        ----------
+        items : sequence
+        what : str
+            What the blocks are (for messages about lost work).
+
+        Returns
+        -------
+        LocalBlocks
+
+        Examples
+        --------
+        >>> len(InProcess().scatter(["a", "b"]))
+        2
+        """
         return LocalBlocks(list(items))
 
 
 @dataclass(frozen=True)
 class RecordBlock:
     """A block of integer-coded records and the index of its first record in the whole data set.
+
+    Parameters
+    ----------
+    start : int
+    codes : numpy.ndarray
 
     Examples
     --------
@@ -166,6 +254,15 @@ class RecordBlock:
 
 def record_blocks(records: np.ndarray, block_rows: int | None = None) -> LocalBlocks:
     """``records`` as in-process :class:`RecordBlock` s of at most ``block_rows`` rows (default: one block).
+
+    Parameters
+    ----------
+    records : numpy.ndarray, shape (N, d)
+    block_rows : int, optional
+
+    Returns
+    -------
+    LocalBlocks
 
     Examples
     --------

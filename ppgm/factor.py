@@ -17,6 +17,16 @@ import numpy as np
 def logsumexp(a: np.ndarray, axis=None, keepdims: bool = False) -> np.ndarray:
     """Stable ``log(sum(exp(a)))`` that returns ``-inf`` (no warning, no NaN) on all ``-inf`` slices.
 
+    Parameters
+    ----------
+    a : numpy.ndarray
+    axis : int or tuple, optional
+    keepdims : bool
+
+    Returns
+    -------
+    numpy.ndarray
+
     Examples
     --------
     >>> round(float(logsumexp(np.log([0.25, 0.75]))), 12)
@@ -38,6 +48,18 @@ def align(values: np.ndarray, src: Sequence[Hashable], dst: Sequence[Hashable]) 
     """View of ``values`` (axes ``src``) broadcastable against an array with axes ``dst``.
 
     ``src`` must be a subset of ``dst``; missing axes become length-1 axes.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        Axes named by ``src``.
+    src, dst : sequence
+        ``dst`` contains every variable of ``src``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Broadcastable onto a table with axes ``dst``.
 
     Examples
     --------
@@ -97,17 +119,65 @@ class Factor:
         return self.values.shape
 
     def card(self, var: Hashable) -> int:
+        """Length of the axis of ``var``.
+
+        Parameters
+        ----------
+        var : hashable
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> f = Factor(("A", "B"), np.arange(6.0).reshape(2, 3))
+        >>> f.card("B")
+        3
+        """
         return self.values.shape[self.variables.index(var)]
 
     def transpose(self, variables: Sequence[Hashable]) -> "Factor":
-        """The same table with axes in the order ``variables`` (a permutation of ours)."""
+        """The same factor with its axes in the order of ``variables``.
+
+        Parameters
+        ----------
+        variables : sequence
+            A permutation of the factor's variables.
+
+        Returns
+        -------
+        Factor
+
+        Examples
+        --------
+        >>> f = Factor(("A", "B"), np.arange(6.0).reshape(2, 3))
+        >>> f.transpose(("B", "A")).values.shape
+        (3, 2)
+        """
         variables = tuple(variables)
         if set(variables) != set(self.variables) or len(variables) != len(self.variables):
             raise ValueError(f"variables: {variables} is not a permutation of {self.variables}")
         return Factor(variables, np.transpose(self.values, [self.variables.index(v) for v in variables]))
 
     def expand(self, variables: Sequence[Hashable], shape: Sequence[int]) -> np.ndarray:
-        """Broadcast into the full array over ``variables`` with the given ``shape``."""
+        """The values broadcast onto ``variables`` (a superset of the factor's) with the given ``shape``.
+
+        Parameters
+        ----------
+        variables : sequence
+        shape : sequence of int
+
+        Returns
+        -------
+        numpy.ndarray
+
+        Examples
+        --------
+        >>> f = Factor(("A", "B"), np.arange(6.0).reshape(2, 3))
+        >>> f.expand(("C", "A", "B"), (4, 2, 3)).shape
+        (4, 2, 3)
+        """
         return np.broadcast_to(align(self.values, self.variables, variables), tuple(shape))
 
     def _reduce(self, keep: Iterable[Hashable], reducer) -> "Factor":
@@ -121,11 +191,40 @@ class Factor:
         return Factor(kept, reduced).transpose(keep) if kept != keep else Factor(kept, reduced)
 
     def sum_to(self, keep: Iterable[Hashable]) -> "Factor":
-        """Marginalise by summation onto ``keep`` (axes in that order)."""
+        """Sum out every variable not in ``keep`` (axes in ``keep`` order).
+
+        Parameters
+        ----------
+        keep : iterable
+
+        Returns
+        -------
+        Factor
+
+        Examples
+        --------
+        >>> f = Factor(("A", "B"), np.arange(6.0).reshape(2, 3))
+        >>> f.sum_to(["A"]).values.tolist()
+        [3.0, 12.0]
+        """
         return self._reduce(keep, lambda a, ax: np.sum(a, axis=ax))
 
     def logsumexp_to(self, keep: Iterable[Hashable]) -> "Factor":
-        """Marginalise log-values by log-sum-exp onto ``keep`` (axes in that order)."""
+        """Log-sum-exp out every variable not in ``keep`` (for log-space tables).
+
+        Parameters
+        ----------
+        keep : iterable
+
+        Returns
+        -------
+        Factor
+
+        Examples
+        --------
+        >>> Factor(("A", "B"), np.log(np.ones((2, 2)))).logsumexp_to(["A"]).values.round(4).tolist()
+        [0.6931, 0.6931]
+        """
         return self._reduce(keep, lambda a, ax: logsumexp(a, axis=ax))
 
     def __add__(self, other: "Factor") -> "Factor":
@@ -134,5 +233,15 @@ class Factor:
         return Factor(scope, align(self.values, self.variables, scope) + align(other.values, other.variables, scope))
 
     def normalized_log(self) -> "Factor":
-        """Log-values shifted so that they log-sum-exp to zero (a log-probability table)."""
+        """The log-table shifted so that its exponential sums to one.
+
+        Returns
+        -------
+        Factor
+
+        Examples
+        --------
+        >>> np.exp(Factor(("A",), np.array([0.0, np.log(3)])).normalized_log().values).round(6).tolist()
+        [0.25, 0.75]
+        """
         return Factor(self.variables, self.values - logsumexp(self.values))

@@ -28,6 +28,15 @@ class Marginals:
     calibration : Calibration or None
     loopy : LoopyResult or None
 
+    Parameters
+    ----------
+    model : MarkovNetwork
+    method : str
+    log_z : float
+    note : str
+    calibration : Calibration, optional
+    loopy : LoopyResult, optional
+
     Examples
     --------
     >>> from ppgm.random_models import grid
@@ -48,6 +57,26 @@ class Marginals:
 
         Exact results answer any set of variables; loopy results answer subsets of one factor's
         scope (a ``ValueError`` otherwise).
+
+        Parameters
+        ----------
+        variables : sequence
+
+        Returns
+        -------
+        Factor
+
+        Raises
+        ------
+        ValueError
+            Loopy results answer only subsets of one factor's scope.
+
+        Examples
+        --------
+        >>> from ppgm.random_models import third_order_chain
+        >>> res = infer(third_order_chain(4, 2, seed=0))
+        >>> round(float(np.exp(res.log_marginal(["X0"]).values).sum()), 12)
+        1.0
         """
         if self.calibration is not None:
             return self.calibration.log_marginal(variables)
@@ -63,12 +92,40 @@ class Marginals:
         raise ValueError(f"variables: loopy BP has no belief covering {variables}; ask for a subset of a factor scope")
 
     def marginal(self, variables: Sequence[Hashable]) -> Factor:
-        """Probability table over ``variables``."""
+        """Probability table over ``variables``.
+
+        Parameters
+        ----------
+        variables : sequence
+
+        Returns
+        -------
+        Factor
+
+        Examples
+        --------
+        >>> from ppgm.random_models import third_order_chain
+        >>> res = infer(third_order_chain(4, 2, seed=0))
+        >>> res.marginal(["X0", "X1"]).values.shape
+        (2, 2)
+        """
         f = self.log_marginal(variables)
         return Factor(f.variables, np.exp(f.values))
 
     def factor_marginals(self) -> list[Factor]:
-        """Probability table over each model factor's scope, in ``model.factors`` order."""
+        """Probability table over each model factor's scope, in ``model.factors`` order.
+
+        Returns
+        -------
+        list of Factor
+
+        Examples
+        --------
+        >>> from ppgm.random_models import third_order_chain
+        >>> res = infer(third_order_chain(4, 2, seed=0))
+        >>> len(res.factor_marginals()) == len(res.model.factors)
+        True
+        """
         return [self.marginal(f.variables) for f in self.model.factors]
 
 
@@ -97,6 +154,10 @@ def infer(
         A tree already built for this graph (reused, not rebuilt).
     damping, tol, max_iter, progress
         Loopy BP settings.
+
+    Returns
+    -------
+    Marginals
 
     Examples
     --------

@@ -100,6 +100,12 @@ class JunctionTree:
     separators : tuple of tuples
         Variables a clique shares with its parent (empty for the root, or between components).
 
+    Parameters
+    ----------
+    domain : Domain
+    cliques, parent, order, separators : tuple
+        See Attributes; built by :meth:`build`.
+
     Examples
     --------
     >>> d = Domain(("A", "B", "C"), (2, 2, 2))
@@ -123,10 +129,33 @@ class JunctionTree:
         scopes: Iterable[Sequence[Hashable]],
         max_cells: int | None = DEFAULT_MAX_CELLS,
     ) -> "JunctionTree":
-        """Triangulate the graph of ``scopes`` and connect its maximal cliques.
+        """Triangulate the graph of ``scopes`` (min-fill, deterministic ties), take its maximal cliques and
+        join them by a maximum-weight spanning tree.
 
-        Raises :class:`JunctionTreeTooLarge` when the clique tables would hold more than
-        ``max_cells`` entries in total (``None`` disables the check).
+        Parameters
+        ----------
+        domain : Domain
+        scopes : iterable of sequences
+            The factors' scopes.
+        max_cells : int or None
+            Refuse a tree whose clique tables hold more entries (``JunctionTreeTooLarge``).
+
+        Returns
+        -------
+        JunctionTree
+
+        Raises
+        ------
+        JunctionTreeTooLarge
+            The tree exceeds ``max_cells``.
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B", "C"), (2, 2, 2))
+        >>> m = MarkovNetwork(d, [Factor(("A", "B"), np.log([[1.0, 2.0], [3.0, 4.0]])), Factor(("B", "C"), np.zeros((2, 2)))])
+        >>> jt = JunctionTree.build(d, m.scopes)
+        >>> sorted(jt.cliques)
+        [('A', 'B'), ('B', 'C')]
         """
         scopes = [domain.check(s, "scopes") for s in scopes]
         cliques = _elimination_cliques(domain, scopes)
@@ -177,13 +206,52 @@ class JunctionTree:
         return sum(self.domain.size(c) for c in self.cliques)
 
     def find_home(self, scope: Sequence[Hashable]) -> int | None:
-        """Index of the smallest clique containing ``scope``, or None if no clique does."""
+        """Index of the smallest clique containing ``scope``, or None if no clique does.
+
+        Parameters
+        ----------
+        scope : sequence
+
+        Returns
+        -------
+        int or None
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B", "C"), (2, 2, 2))
+        >>> m = MarkovNetwork(d, [Factor(("A", "B"), np.log([[1.0, 2.0], [3.0, 4.0]])), Factor(("B", "C"), np.zeros((2, 2)))])
+        >>> jt = JunctionTree.build(d, m.scopes)
+        >>> jt.find_home(("A", "C")) is None
+        True
+        """
         s = set(scope)
         homes = [i for i, c in enumerate(self.cliques) if s <= set(c)]
         return min(homes, key=lambda i: self.domain.size(self.cliques[i])) if homes else None
 
     def home(self, scope: Sequence[Hashable]) -> int:
-        """Index of the smallest clique containing ``scope``; ``ValueError`` if none does."""
+        """Index of the smallest clique containing ``scope``.
+
+        Parameters
+        ----------
+        scope : sequence
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        ValueError
+            No clique contains it.
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B", "C"), (2, 2, 2))
+        >>> m = MarkovNetwork(d, [Factor(("A", "B"), np.log([[1.0, 2.0], [3.0, 4.0]])), Factor(("B", "C"), np.zeros((2, 2)))])
+        >>> jt = JunctionTree.build(d, m.scopes)
+        >>> jt.cliques[jt.home(("C",))]
+        ('B', 'C')
+        """
         i = self.find_home(scope)
         if i is None:
             raise ValueError(f"no clique of the junction tree contains {tuple(scope)}")
@@ -218,6 +286,20 @@ class JunctionTree:
     def calibrate(self, model: MarkovNetwork) -> "Calibration":
         """Exact clique marginals and log Z of ``model`` (whose scopes must fit in the cliques).
 
+        Parameters
+        ----------
+        model : MarkovNetwork
+            On the tree's domain; every factor's scope inside a clique.
+
+        Returns
+        -------
+        Calibration
+
+        Raises
+        ------
+        ValueError
+            Another domain, or a model that gives every configuration probability zero.
+
         Examples
         --------
         >>> d = Domain(("A", "B"), (2, 2))
@@ -240,6 +322,22 @@ class JunctionTree:
         unnormalised log-probability, by max-sum messages towards the root and a traceback from it
         (each clique takes its best entry given the variables its parent has fixed, so ties resolve
         consistently).
+
+        Parameters
+        ----------
+        model : MarkovNetwork
+
+        Returns
+        -------
+        codes : numpy.ndarray of int
+            One state code per domain variable.
+        log_p : float
+            The configuration's summed log-potentials.
+
+        Raises
+        ------
+        ValueError
+            A model that gives every configuration probability zero.
 
         Examples
         --------
@@ -277,10 +375,32 @@ class JunctionTree:
         """Calibrate given clique log-potentials (one array per clique, axes as in ``cliques``).
 
         Upward pass: log-sum-exp messages towards the root. Downward pass: each clique's belief is
-        exponentiated once (shifted by its maximum) and every child's separator marginal is read off
-        it; the message to the child is that marginal minus the child's own upward message
-        (a log-space Hugin division; where the upward message is -inf the child's belief is -inf
-        whatever the message, and the message is set to -inf).
+        exponentiated once (shifted by its maximum) and every child's separator marginal is read off it;
+        the message to the child is that marginal minus the child's own upward message (a log-space
+        Hugin division). Potentials whose finite log-ranges add up to less than ``SCALED_RANGE`` take a
+        scaled-probability schedule, exact and faster.
+
+        Parameters
+        ----------
+        psi : sequence of numpy.ndarray
+            One log-potential table per clique (-inf allowed).
+
+        Returns
+        -------
+        Calibration
+
+        Raises
+        ------
+        ValueError
+            NaN or +inf potentials, or probability zero everywhere.
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B", "C"), (2, 2, 2))
+        >>> m = MarkovNetwork(d, [Factor(("A", "B"), np.log([[1.0, 2.0], [3.0, 4.0]])), Factor(("B", "C"), np.zeros((2, 2)))])
+        >>> jt = JunctionTree.build(d, m.scopes)
+        >>> round(jt.calibrate_potentials([np.zeros((2, 2)), np.zeros((2, 2))]).log_z, 6) == round(float(np.log(8)), 6)
+        True
         """
         tops = [np.max(p) if np.size(p) else -np.inf for p in psi]
         if any(np.isposinf(t) or np.isnan(t) for t in tops):
@@ -395,6 +515,12 @@ class Calibration:
         Normalised marginal (or its log) of each clique, axes as ``tree.cliques``; whichever the
         calibration did not produce is derived on first use.
 
+    Parameters
+    ----------
+    tree : JunctionTree
+    log_z : float
+        log of the partition function.
+
     Examples
     --------
     >>> from ppgm.random_models import third_order_chain
@@ -428,19 +554,60 @@ class Calibration:
         return self._cache["logs"]
 
     def clique_marginals(self) -> list[Factor]:
-        """Probability table of every clique."""
+        """The probability table of every clique.
+
+        Returns
+        -------
+        list of Factor
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B", "C"), (2, 2, 2))
+        >>> m = MarkovNetwork(d, [Factor(("A", "B"), np.log([[1.0, 2.0], [3.0, 4.0]])), Factor(("B", "C"), np.zeros((2, 2)))])
+        >>> jt = JunctionTree.build(d, m.scopes)
+        >>> [round(float(f.values.sum()), 12) for f in jt.calibrate(m).clique_marginals()]
+        [1.0, 1.0]
+        """
         return [Factor(c, b) for c, b in zip(self.tree.cliques, self.beliefs)]
 
     def separator_marginals(self) -> dict:
-        """``{(child, parent): Factor}`` probability table of every separator."""
+        """The probability table of every separator.
+
+        Returns
+        -------
+        dict
+            ``{(child clique, parent clique): Factor}``.
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B", "C"), (2, 2, 2))
+        >>> m = MarkovNetwork(d, [Factor(("A", "B"), np.log([[1.0, 2.0], [3.0, 4.0]])), Factor(("B", "C"), np.zeros((2, 2)))])
+        >>> jt = JunctionTree.build(d, m.scopes)
+        >>> [f.variables for f in jt.calibrate(m).separator_marginals().values()]
+        [('B',)]
+        """
         t = self.tree
         return {(i, t.parent[i]): Factor(t.cliques[i], self.beliefs[i]).sum_to(t.separators[i]) for i in t.order[1:]}
 
     def log_marginal(self, variables: Sequence[Hashable]) -> Factor:
-        """Normalised log-marginal over ``variables`` (any subset of the domain, in that order).
+        """The log-probability table over ``variables``: read off a clique that holds them, or (for
+        variables spread over several cliques) from the smallest subtree that connects them.
 
-        Inside one clique this is a log-sum-exp of that clique's belief; otherwise the smallest
-        subtree covering ``variables`` is contracted (out-of-clique inference), in log space.
+        Parameters
+        ----------
+        variables : sequence
+
+        Returns
+        -------
+        Factor
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B", "C"), (2, 2, 2))
+        >>> m = MarkovNetwork(d, [Factor(("A", "B"), np.log([[1.0, 2.0], [3.0, 4.0]])), Factor(("B", "C"), np.zeros((2, 2)))])
+        >>> jt = JunctionTree.build(d, m.scopes)
+        >>> np.exp(jt.calibrate(m).log_marginal(["A"]).values).round(2).tolist()
+        [0.3, 0.7]
         """
         variables = self.tree.domain.check(variables)
         key = variables
@@ -457,7 +624,24 @@ class Calibration:
         return out
 
     def marginal(self, variables: Sequence[Hashable]) -> Factor:
-        """Probability table over ``variables`` (see :meth:`log_marginal`)."""
+        """The probability table over ``variables`` (see :meth:`log_marginal`).
+
+        Parameters
+        ----------
+        variables : sequence
+
+        Returns
+        -------
+        Factor
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B", "C"), (2, 2, 2))
+        >>> m = MarkovNetwork(d, [Factor(("A", "B"), np.log([[1.0, 2.0], [3.0, 4.0]])), Factor(("B", "C"), np.zeros((2, 2)))])
+        >>> jt = JunctionTree.build(d, m.scopes)
+        >>> jt.calibrate(m).marginal(["A", "C"]).values.shape
+        (2, 2)
+        """
         variables = self.tree.domain.check(variables)
         i = self.tree.find_home(variables) if self._probs is not None else None
         if i is not None and self._probs is not None:

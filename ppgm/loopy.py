@@ -50,6 +50,15 @@ class LoopyResult:
     history : list of float
         Largest message change at each iteration.
 
+    Parameters
+    ----------
+    factor_log_beliefs : list of Factor
+    variable_log_beliefs : list of numpy.ndarray
+    log_z : float
+    converged : bool
+    iterations : int
+    history : list of float
+
     Examples
     --------
     >>> from ppgm.random_models import grid
@@ -85,6 +94,12 @@ def loopy_belief_propagation(
     max_iter : int
     progress : bool
         Show a progress bar (drawn only in a terminal or a notebook; see ``ppgm.progress``).
+
+    Returns
+    -------
+    LoopyResult
+        With ``converged`` and the message-change ``history``; a run that stops at ``max_iter``
+        raises a ``ppgm.ConvergenceWarning``.
 
     Examples
     --------

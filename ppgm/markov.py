@@ -52,7 +52,23 @@ class MarkovNetwork:
         return [f.variables for f in self.factors]
 
     def unnormalized_log_prob(self, records) -> np.ndarray:
-        """sum_C theta_C(x_C) for every record (vectorised)."""
+        """The sum of the log-potentials at every record (log p(x) + log Z).
+
+        Parameters
+        ----------
+        records : array of int, shape (N, len(domain))
+
+        Returns
+        -------
+        numpy.ndarray
+
+        Examples
+        --------
+        >>> from ppgm.random_models import third_order_chain
+        >>> mn = third_order_chain(4, 2, seed=0)
+        >>> mn.unnormalized_log_prob(np.zeros((2, 4), int)).shape
+        (2,)
+        """
         rec = check_records(records, self.domain)
         out = np.zeros(len(rec))
         for f in self.factors:
@@ -60,7 +76,25 @@ class MarkovNetwork:
         return out
 
     def joint_log_table(self, max_cells: int = 2**24) -> np.ndarray:
-        """The unnormalised log-joint over the whole domain (for small models and tests)."""
+        """The full joint log-probability table, normalised (for tests on small networks).
+
+        Parameters
+        ----------
+        max_cells : int
+            Refuse joints larger than this.
+
+        Returns
+        -------
+        numpy.ndarray
+
+        Examples
+        --------
+        >>> from ppgm.random_models import third_order_chain
+        >>> mn = third_order_chain(4, 2, seed=0)
+        >>> from ppgm.inference import infer
+        >>> bool(np.isclose(np.log(np.exp(mn.joint_log_table()).sum()), infer(mn).log_z))
+        True
+        """
         size = self.domain.size(self.domain.variables)
         if size > max_cells:
             raise MemoryError(f"the joint table has {size} cells, more than max_cells={max_cells}")
@@ -70,5 +104,21 @@ class MarkovNetwork:
         return out
 
     def with_factors(self, factors: Sequence[Factor]) -> "MarkovNetwork":
-        """A network on the same domain with other log-potentials."""
+        """The same domain with other factors.
+
+        Parameters
+        ----------
+        factors : sequence of Factor
+
+        Returns
+        -------
+        MarkovNetwork
+
+        Examples
+        --------
+        >>> from ppgm.random_models import third_order_chain
+        >>> mn = third_order_chain(4, 2, seed=0)
+        >>> len(mn.with_factors(mn.factors[:2]).factors)
+        2
+        """
         return MarkovNetwork(self.domain, tuple(factors))

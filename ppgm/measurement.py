@@ -115,11 +115,42 @@ class Measurement:
         return noise_variance(self.noise, self.scale, self.integer)
 
     def as_factor(self) -> Factor:
+        """The observed table as a :class:`ppgm.Factor`.
+
+        Returns
+        -------
+        Factor
+
+        Examples
+        --------
+        >>> Measurement(("A",), np.array([3.0, 7.0])).as_factor().variables
+        ('A',)
+        """
         return Factor(self.variables, self.values)
 
     def log_likelihood(self, counts: np.ndarray) -> float:
         """log p(y | n) of true counts ``counts`` (same shape as ``values``): a log density for
-        continuous noise, the log probability mass of the discrete law for integer noise."""
+        continuous noise, the log probability mass of the discrete law for integer noise.
+
+        Parameters
+        ----------
+        counts : numpy.ndarray
+            True counts n (same shape as ``values``).
+
+        Returns
+        -------
+        float
+
+        Raises
+        ------
+        ValueError
+            For an exact measurement (no noise model).
+
+        Examples
+        --------
+        >>> Measurement(("A",), np.array([3.0, 7.0]), "gaussian", 1.0).log_likelihood(np.array([3.0, 7.0])) < 0
+        True
+        """
         if self.noise == "none":
             raise ValueError("log_likelihood: an exact measurement has no noise model (noise='none')")
         r = self.values - np.asarray(counts, dtype=float)
@@ -133,6 +164,20 @@ class Measurement:
         function sqrt(r^2 + (s b)^2), whose gradient (y - n) / sqrt((y - n)^2 + (s b)^2) / b is smooth
         and tends to the subgradient as s -> 0 (fixed-point iterations need it to settle on cells
         that sit exactly at the kink).
+
+        Parameters
+        ----------
+        counts : numpy.ndarray
+        smoothing : float
+
+        Returns
+        -------
+        numpy.ndarray
+
+        Examples
+        --------
+        >>> Measurement(("A",), np.array([3.0, 7.0]), "gaussian", 2.0).gradient(np.array([1.0, 7.0])).tolist()
+        [0.5, 0.0]
         """
         r = self.values - np.asarray(counts, dtype=float)
         if self.noise == "gaussian":
@@ -150,6 +195,17 @@ class Measurement:
         return ``observed``. Gaussian noise: the conjugate update. Laplace noise: the posterior is a
         mixture of two truncated Gaussians (n below and above y), whose mean is computed in log
         space (``scipy.special.log_ndtr``), so it stays finite however far y is from the prior.
+
+        Parameters
+        ----------
+        prior_mean, prior_var : array-like
+            The Gaussian prior on the true counts, per cell.
+        observed : array-like, optional
+            Default: ``values``.
+
+        Returns
+        -------
+        numpy.ndarray
 
         Examples
         --------

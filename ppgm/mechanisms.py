@@ -94,6 +94,15 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     """The smallest epsilon such that rho-zCDP implies (epsilon, delta)-DP, by the tight conversion
     (Canonne, Kamath and Steinke 2020, Corollary 13).
 
+    Parameters
+    ----------
+    rho : float
+    delta : float
+
+    Returns
+    -------
+    float
+
     Examples
     --------
     >>> round(zcdp_epsilon(0.5, 1e-6), 4)   # the simple bound rho + 2 sqrt(rho log(1/delta)) gives 5.7565
@@ -110,6 +119,15 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
 def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
     """The largest rho whose zCDP guarantee implies (epsilon, delta)-DP under the tight conversion
     (the inverse of :func:`zcdp_epsilon`).
+
+    Parameters
+    ----------
+    epsilon : float
+    delta : float
+
+    Returns
+    -------
+    float
 
     Examples
     --------
@@ -134,6 +152,15 @@ class PrivacyAccountant:
     ``delta`` (tracked in zCDP as the largest rho that implies them, by the tight conversion).
     Every part of a release is in :attr:`ledger`: charged parts with their cost, parts the caller
     declared public with cost 0.
+
+    Parameters
+    ----------
+    epsilon : float, optional
+    delta : float, optional
+    rho : float, optional
+        The budget: ``epsilon`` (pure DP), ``rho`` (zCDP) or ``epsilon`` and ``delta``.
+    ledger : list
+        Every charged or declared part so far.
 
     Examples
     --------
@@ -195,8 +222,27 @@ class PrivacyAccountant:
     def charge(self, parts: Sequence[dict]) -> None:
         """Charge all ``parts`` of one release at once, or none of them.
 
-        Each part is ``{"what": ..., "epsilon": ...}``, ``{"what": ..., "rho": ...}`` or
-        ``{"what": ..., "public": True}`` (declared public by the caller: recorded at cost 0).
+        Parameters
+        ----------
+        parts : sequence of dict
+            ``{"what": ..., "epsilon": ...}``, ``{"what": ..., "rho": ...}`` or ``{"what": ...,
+            "public": True}`` (declared public by the caller: recorded at cost 0).
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        BudgetExceeded
+            The parts together cost more than is left; nothing is charged.
+
+        Examples
+        --------
+        >>> acc = PrivacyAccountant(epsilon=1.0)
+        >>> acc.charge([{"what": "tables", "epsilon": 0.9}, {"what": "N", "public": True}])
+        >>> [e["what"] for e in acc.ledger], acc.remaining
+        (['tables', 'N'], 0.1)
         """
         costs = [0.0 if p.get("public") else self._cost(p) for p in parts]
         total = sum(costs)
@@ -210,8 +256,32 @@ class PrivacyAccountant:
             self.ledger.append({"what": p.get("what", ""), "cost": c, "unit": self.kind, "public": bool(p.get("public"))})
 
     def spend(self, epsilon: float | None = None, rho: float | None = None, what: str = "") -> None:
-        """Record a release costing ``epsilon`` (pure DP) or ``rho`` (zCDP), exactly one of them;
-        raise ``BudgetExceeded`` if it is over budget."""
+        """Record a release costing ``epsilon`` (pure DP) or ``rho`` (zCDP), exactly one of them.
+
+        Parameters
+        ----------
+        epsilon : float, optional
+        rho : float, optional
+        what : str
+            The ledger entry's name.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        BudgetExceeded
+            Over budget.
+        ValueError
+            Both or neither of epsilon and rho.
+
+        Examples
+        --------
+        >>> acc = PrivacyAccountant(rho=1.0); acc.spend(rho=0.25, what="tables")
+        >>> acc.remaining
+        0.75
+        """
         if (epsilon is None) == (rho is None):
             raise ValueError("spend: give exactly one of epsilon and rho")
         part = {"what": what, "epsilon": epsilon} if epsilon is not None else {"what": what, "rho": rho}
@@ -220,6 +290,14 @@ class PrivacyAccountant:
     def epsilon_delta(self, delta: float) -> float:
         """The epsilon of (epsilon, delta)-DP that the spending so far guarantees (tight conversion
         for a zCDP accountant; the spent epsilon itself for a pure one).
+
+        Parameters
+        ----------
+        delta : float
+
+        Returns
+        -------
+        float
 
         Examples
         --------
@@ -330,6 +408,11 @@ class LaplaceMechanism(_Mechanism):
     """epsilon-DP release of T tables: i.i.d. discrete Laplace noise with scale b = w T / epsilon on
     every cell (w: the public per-table contribution bound of one individual).
 
+    Parameters
+    ----------
+    epsilon : float
+        The privacy level one release spends (pure epsilon-DP).
+
     Examples
     --------
     >>> mech = LaplaceMechanism(1.0)
@@ -345,7 +428,23 @@ class LaplaceMechanism(_Mechanism):
     noise = "laplace"
 
     def scale(self, n_tables: int, contribution: float = 1.0) -> float:
-        """Laplace b for L1 sensitivity ``contribution * n_tables``."""
+        """Laplace b for L1 sensitivity ``contribution * n_tables``.
+
+        Parameters
+        ----------
+        n_tables : int
+        contribution : float
+            The public bound of one individual's weight per table.
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> LaplaceMechanism(0.5).scale(n_tables=3, contribution=2)
+        12.0
+        """
         return _positive(contribution, "contribution") * _count(n_tables) / self.epsilon
 
     @property
@@ -362,6 +461,13 @@ class GaussianMechanism(_Mechanism):
     ``GaussianMechanism(epsilon=..., delta=...)`` takes the largest rho whose zCDP guarantee implies
     (epsilon, delta)-DP by the tight conversion (:func:`rho_from_epsilon_delta`); accountants charge it
     in zCDP.
+
+    Parameters
+    ----------
+    rho : float, optional
+        zCDP level of one release.
+    epsilon, delta : float, optional
+        Instead of ``rho``: the largest rho that implies (epsilon, delta)-DP.
 
     Examples
     --------
@@ -386,7 +492,22 @@ class GaussianMechanism(_Mechanism):
             raise ValueError("rho or (epsilon, delta): the Gaussian mechanism needs a privacy level")
 
     def scale(self, n_tables: int, contribution: float = 1.0) -> float:
-        """Gaussian sigma for L2 sensitivity ``contribution * sqrt(n_tables)``."""
+        """Gaussian sigma for L2 sensitivity ``contribution * sqrt(n_tables)``.
+
+        Parameters
+        ----------
+        n_tables : int
+        contribution : float
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> round(GaussianMechanism(rho=0.5).scale(n_tables=4), 6)
+        2.0
+        """
         return _positive(contribution, "contribution") * math.sqrt(_count(n_tables)) / math.sqrt(2 * float(self.rho))  # type: ignore[arg-type]  # set in __post_init__
 
     @property

@@ -275,6 +275,10 @@ class MERResult:
         Fitted clique marginals of the junction tree; node and edge log-potentials of the
         equivalent pairwise model (from the dual values).
 
+    Parameters
+    ----------
+    The fields listed under Attributes (filled by the programs' ``ini`` / ``mer``).
+
     Examples
     --------
     >>> from ppgm.mer_gaussian import GaussianMER
@@ -316,11 +320,38 @@ class MERResult:
         return [c["scope"] for c in self.constraints if c["active"] and c["kind"] == "edge"]
 
     def edges(self) -> list[tuple]:
-        """Edges of ``graph`` as sorted pairs in variable order."""
+        """Edges of ``graph`` as sorted pairs in variable order.
+
+        Returns
+        -------
+        list of tuple
+
+        Examples
+        --------
+        >>> from ppgm.mer_gaussian import GaussianMER
+        >>> from ppgm.sample_sets import Moments
+        >>> nodes = [Moments((v,), np.eye(1), 200) for v in "ab"]
+        >>> GaussianMER("ab", nodes, [Moments(("a", "b"), [[1, .6], [.6, 1]], 200)]).mer(gamma=0.05).edges()
+        [('a', 'b')]
+        """
         pos = {v: i for i, v in enumerate(self.variables)}
         return sorted(tuple(sorted(e, key=pos.__getitem__)) for e in self.graph.edges)
 
     def summary(self) -> str:
+        """One line: the program, gamma and s~, entropy, edges, solver status and time.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> from ppgm.mer_gaussian import GaussianMER
+        >>> from ppgm.sample_sets import Moments
+        >>> nodes = [Moments((v,), np.eye(1), 200) for v in "ab"]
+        >>> GaussianMER("ab", nodes, [Moments(("a", "b"), [[1, .6], [.6, 1]], 200)]).ini().summary().startswith("INI (gaussian)")
+        True
+        """
         return (
             f"{self.program.upper()} ({self.kind}): gamma={self.gamma:.4g} (s~={self.s_tilde:.4g}), "
             f"entropy={self.entropy:.4f}, {len(self.active)} active constraints, "

@@ -130,6 +130,31 @@ class GaussianMER(ConvexProgram):
 
     @classmethod
     def from_moments(cls, means: dict, nodes, edges, **kwargs) -> "GaussianMER":
+        """The program from pooled moments (see :func:`ppgm.sample_sets.pooled_moments`).
+
+        Parameters
+        ----------
+        means : dict
+            ``{variable: pooled mean}``.
+        nodes : list of Moments
+            One per variable (its variance).
+        edges : list of Moments
+            One per constrained pair.
+        **kwargs
+            ``p`` and the other options of the program.
+
+        Returns
+        -------
+        GaussianMER
+
+        Examples
+        --------
+        >>> from ppgm.sample_sets import Moments
+        >>> nodes = [Moments((v,), np.eye(1), 200) for v in "ab"]
+        >>> prog = GaussianMER.from_moments({"a": 0.0, "b": 0.0}, nodes, [Moments(("a", "b"), [[1, .6], [.6, 1]], 200)])
+        >>> prog.variables
+        ('a', 'b')
+        """
         variables = [m.variables[0] for m in nodes]
         return cls(variables, nodes, edges, means=means, **kwargs)
 

@@ -36,6 +36,17 @@ def kl_divergence(p, q, max_cells: int | None = DEFAULT_MAX_CELLS) -> float:
     p is calibrated on the junction tree of the union of both models' scopes, so that
     E_p[theta_q] is exact even when q has cliques p does not.
 
+    Parameters
+    ----------
+    p, q : MarkovNetwork or BayesianNetwork
+        On the same domain.
+    max_cells : int or None
+        Budget of the union junction tree.
+
+    Returns
+    -------
+    float
+
     Examples
     --------
     >>> from ppgm.random_models import third_order_chain
@@ -63,6 +74,15 @@ def kl_divergence(p, q, max_cells: int | None = DEFAULT_MAX_CELLS) -> float:
 def entropy(model, max_cells: int | None = DEFAULT_MAX_CELLS) -> float:
     """Exact entropy in nats: log Z - E_p[sum_C theta_C].
 
+    Parameters
+    ----------
+    model : MarkovNetwork or BayesianNetwork
+    max_cells : int or None
+
+    Returns
+    -------
+    float
+
     Examples
     --------
     >>> from ppgm.domain import Domain
@@ -77,6 +97,16 @@ def entropy(model, max_cells: int | None = DEFAULT_MAX_CELLS) -> float:
 
 def log_likelihood(model, records, max_cells: int | None = DEFAULT_MAX_CELLS) -> float:
     """Average log-likelihood (nats per record) of integer-coded ``records`` under ``model``.
+
+    Parameters
+    ----------
+    model : MarkovNetwork or BayesianNetwork
+    records : array of int
+    max_cells : int or None
+
+    Returns
+    -------
+    float
 
     Examples
     --------
@@ -110,6 +140,18 @@ def total_variation(
     ``method="sample"`` draws ``n_samples`` from each side and returns
     P(A) - Q(A) for A = {x : p(x) > q(x)}, estimated from the two samples (unbiased for TV);
     ``"auto"`` picks exact when the joint is small enough.
+
+    Parameters
+    ----------
+    p, q : MarkovNetwork or BayesianNetwork
+    exact_max_cells : int
+    n_samples : int
+    seed : int or numpy.random.Generator, optional
+    method : {"auto", "exact", "sample"}
+
+    Returns
+    -------
+    float
 
     Examples
     --------
@@ -146,6 +188,18 @@ def nllh(y_true, p_pred, clip: float = 1e-6) -> float:
 
     ``H(Y)`` is the entropy of the evaluated labels' base rate; predictions are clipped to
     ``[clip, 1 - clip]``. 0 means no better than the base rate, 1 is perfect.
+
+    Parameters
+    ----------
+    y_true : array-like of 0 / 1
+    p_pred : array-like
+        Predicted P(y = 1).
+    clip : float
+        Probabilities are clipped into [clip, 1 - clip].
+
+    Returns
+    -------
+    float
 
     Examples
     --------

@@ -151,6 +151,10 @@ def fit_marginals(
         Require each target to be a probability table. ``False`` admits raw pseudo-marginals
         (negative cells, totals other than one), for which only ``l2 > 0`` makes the fit exist.
 
+    Returns
+    -------
+    FitResult
+
     Examples
     --------
     >>> from ppgm.random_models import third_order_chain

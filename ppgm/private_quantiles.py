@@ -35,6 +35,11 @@ def private_quantiles(values, bounds: tuple, alphas: Sequence[float], epsilon: f
         None: OpenDP's private quantile mechanism. A Generator: a seeded (not private) exponential
         mechanism with the same score, for reproducible runs.
 
+    Returns
+    -------
+    numpy.ndarray
+        The quantiles, sorted.
+
     Examples
     --------
     >>> x = np.random.default_rng(0).normal(50, 10, 10_000)

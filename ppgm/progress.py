@@ -52,6 +52,10 @@ def set_progress(enabled: bool | None) -> None:
     ----------
     enabled : bool or None
 
+    Returns
+    -------
+    None
+
     Examples
     --------
     >>> set_progress(False); progress_bar(total=1).disable

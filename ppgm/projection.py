@@ -10,6 +10,17 @@ def project_simplex(v, total: float = 1.0) -> np.ndarray:
 
     Works on an array of any shape (projected as one flat vector) in O(n log n).
 
+    Parameters
+    ----------
+    v : array-like
+    total : float
+        The simplex's total (1 for probabilities).
+
+    Returns
+    -------
+    numpy.ndarray
+        The Euclidean projection, same shape.
+
     Examples
     --------
     >>> project_simplex(np.array([0.5, 0.8, -0.3])).round(6).tolist()

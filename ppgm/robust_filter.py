@@ -83,6 +83,14 @@ class FilterResult:
         The corrupted fraction the filter estimates (calibrated mode: the excess of extreme scores
         over clean data; other modes: the fraction removed).
 
+    Parameters
+    ----------
+    model : BayesianNetwork
+    inlier_mask : numpy.ndarray or None
+    history : list of dict
+    inlier_blocks : Blocks, optional
+    estimated_fraction : float
+
     Examples
     --------
     >>> from ppgm.random_models import random_bayesian_network

@@ -27,6 +27,11 @@ from .records import cell_index, check_records
 class SampleSet:
     """``values`` (N_k rows) observed over ``variables`` (one column each).
 
+    Parameters
+    ----------
+    variables : tuple
+    values : numpy.ndarray, shape (N_k, len(variables))
+
     Examples
     --------
     >>> SampleSet(("a", "b"), np.zeros((3, 2))).n
@@ -54,6 +59,12 @@ class SampleSet:
 @dataclass(frozen=True)
 class Moments:
     """Second moments about the mean over ``variables`` from ``n`` samples.
+
+    Parameters
+    ----------
+    variables : tuple
+    covariance : numpy.ndarray
+    n : int
 
     Examples
     --------
@@ -123,6 +134,18 @@ def pooled_counts(
 
     ``sets`` hold integer state codes. Returns exact-count measurements whose ``n`` is N_v or N_E.
 
+    Parameters
+    ----------
+    sets : list of SampleSet
+    domain : Domain
+    edges : list of pairs, optional
+        Default: every pair some set observed jointly.
+
+    Returns
+    -------
+    nodes, edges : list of Measurement
+        Count tables with ``n`` = the pooled sample size.
+
     Examples
     --------
     >>> d = Domain(("a", "b", "c"), (2, 2, 2))
@@ -162,6 +185,17 @@ def pooled_moments(
     node moments over N_v rows and edge moments (a 2 x 2 block, whose diagonal generally differs from
     the node moments) over N_E rows. Raises for constant columns and for too few rows (fewer than
     two per statistic).
+
+    Parameters
+    ----------
+    sets : list of SampleSet
+    variables : sequence
+    edges : list of pairs, optional
+
+    Returns
+    -------
+    means : dict
+    nodes, edges : list of Moments
 
     Examples
     --------

@@ -45,6 +45,18 @@ def sample_markov(
     The root clique is drawn from its marginal, then each clique's remaining variables from their
     conditional given the separator already drawn.
 
+    Parameters
+    ----------
+    model : MarkovNetwork
+    n : int
+    seed : int or numpy.random.Generator, optional
+    calibration : Calibration, optional
+        A calibration of ``model`` to reuse.
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (n, len(domain))
+
     Examples
     --------
     >>> from ppgm.random_models import third_order_chain
@@ -72,6 +84,16 @@ def sample_markov(
 def sample_bayes(model: BayesianNetwork, n: int, seed=None) -> np.ndarray:
     """Draw ``n`` samples from a Bayesian network by ancestral sampling (vectorised per node).
 
+    Parameters
+    ----------
+    model : BayesianNetwork
+    n : int
+    seed : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (n, len(domain))
+
     Examples
     --------
     >>> from ppgm.random_models import random_bayesian_network
@@ -92,6 +114,16 @@ def sample_bayes(model: BayesianNetwork, n: int, seed=None) -> np.ndarray:
 
 def sample(model, n: int, seed=None) -> np.ndarray:
     """Exact samples from a :class:`MarkovNetwork` or :class:`BayesianNetwork`.
+
+    Parameters
+    ----------
+    model : MarkovNetwork or BayesianNetwork
+    n : int
+    seed : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (n, len(domain))
 
     Examples
     --------

@@ -39,3 +39,44 @@ def test_public_api_documented_with_examples():
             if (inspect.isfunction(obj) or inspect.isclass(obj)) and "Examples" not in (obj.__doc__ or ""):
                 missing.append(f"{mod.__name__}.{name}")
     assert not missing, f"public objects without an Examples section: {missing}"
+
+
+def _sections(doc: str) -> set:
+    import re
+
+    return set(re.findall(r"\n\s*(Parameters|Returns|Yields|Raises|Examples|Attributes)\n\s*-{3,}", "\n" + (doc or "")))
+
+
+def test_every_public_name_has_numpydoc_sections():
+    """Parameters (when it takes any), Returns (functions and methods) and Examples, on every
+    public name of ppgm and ppgm.adapters and their public methods."""
+    import inspect
+
+    import ppgm.adapters as pa
+
+    gaps = []
+
+    def check(qual, obj):
+        doc = inspect.getdoc(obj) or ""
+        have = _sections(doc)
+        try:
+            params = [p for p in inspect.signature(obj).parameters if p not in ("self", "cls")]
+        except (TypeError, ValueError):
+            params = []
+        need = {"Examples"} | ({"Parameters"} if params else set()) | (set() if inspect.isclass(obj) else {"Returns"})
+        if need - have:
+            gaps.append(f"{qual}: {sorted(need - have)}")
+
+    for mod in (ppgm, pa):
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if inspect.isclass(obj) and issubclass(obj, BaseException):
+                continue
+            if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+                continue
+            check(f"{mod.__name__}.{name}", obj)
+            if inspect.isclass(obj):
+                for attr, member in vars(obj).items():
+                    if not attr.startswith("_") and (inspect.isfunction(member) or isinstance(member, (classmethod, staticmethod))):
+                        check(f"{mod.__name__}.{name}.{attr}", getattr(obj, attr))
+    assert not gaps, f"{len(gaps)} gaps:\n" + "\n".join(gaps)
