@@ -24,7 +24,7 @@ from ppgm import checks
 from ppgm.domain import Domain
 from ppgm.executor import InProcess
 from ppgm.measurement import Measurement
-from ppgm.mechanisms import GaussianMechanism, LaplaceMechanism, PrivacyAccountant, noise_generator, noisy_count, release_parts
+from ppgm.mechanisms import check_release_arguments, noise_generator, noisy_count, release_parts
 from ppgm.private_quantiles import private_quantiles
 from ppgm.maxent import fit_maxent
 from ppgm.metrics import nllh
@@ -546,10 +546,7 @@ def aggregate(
     >>> noisy.private, noisy.n, noisy.domain.cards
     (True, None, (2, 3))
     """
-    if mechanism is not None and not isinstance(mechanism, (LaplaceMechanism, GaussianMechanism)):
-        raise TypeError(f"mechanism: expected None, a LaplaceMechanism or a GaussianMechanism instance, got {mechanism!r}")
-    if accountant is not None and not isinstance(accountant, PrivacyAccountant):
-        raise TypeError(f"accountant: expected a PrivacyAccountant or None, got {accountant!r}")
+    check_release_arguments(mechanism, accountant, optional=True)
     if hash_size is not None:
         hash_size = checks.count(hash_size, "hash_size", 2)
     if not (isinstance(pairs, str) or (isinstance(pairs, (list, tuple)) and all(isinstance(q, (list, tuple)) for q in pairs))):

@@ -18,7 +18,8 @@ from ppgm.domain import Domain
 from ppgm.measurement import Measurement
 from ppgm.contributions import keep_at_most, reweight_by_individual
 from ppgm.factor import Factor
-from ppgm.mechanisms import GaussianMechanism, LaplaceMechanism, PrivacyAccountant, noise_generator, noisy_count, release_parts
+from ppgm.mechanisms import (GaussianMechanism, LaplaceMechanism, PrivacyAccountant, check_release_arguments, noise_generator,
+                             noisy_count, release_parts)
 from ppgm.rng import as_generator
 from ppgm.tables import contingency_tables as _engine_tables
 
@@ -279,12 +280,6 @@ def _cliques(cliques_or_model) -> list[tuple]:
     return checks.cliques(cliques_or_model, "cliques_or_model")
 
 
-def _check_release_arguments(mechanism, accountant, name: str = "mechanism") -> None:
-    if not isinstance(mechanism, (LaplaceMechanism, GaussianMechanism)):
-        raise TypeError(f"{name}: expected a LaplaceMechanism or GaussianMechanism instance, got {mechanism!r}")
-    if accountant is not None and not isinstance(accountant, PrivacyAccountant):
-        raise TypeError(f"accountant: expected a PrivacyAccountant or None, got {accountant!r}")
-
 
 def release_tables(
     data: pd.DataFrame,
@@ -353,7 +348,7 @@ def release_tables(
     >>> next(iter(rel)).scale, rel.spent, rel.private
     (1.0, ({'what': 'tables', 'epsilon': 1.0},), True)
     """
-    _check_release_arguments(mechanism, accountant)
+    check_release_arguments(mechanism, accountant)
     rng = noise_generator(seed)  # None: private noise (and an unseeded choice of records)
     counted = bounded_tables(data, cliques_or_model, state_names=state_names, individuals=individuals,
                              max_contributions=max_contributions, reweight=reweight, weights=weights,

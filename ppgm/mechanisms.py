@@ -389,6 +389,26 @@ class _Mechanism:
         return out
 
 
+def check_release_arguments(mechanism, accountant, optional: bool = False) -> None:
+    """A ``TypeError`` naming the argument unless ``mechanism`` is a mechanism instance (or None,
+    when ``optional``) and ``accountant`` a :class:`PrivacyAccountant` or None (checked before any
+    record is read).
+
+    Examples
+    --------
+    >>> check_release_arguments(LaplaceMechanism(1.0), None)
+    >>> try:
+    ...     check_release_arguments(1.0, None)
+    ... except TypeError as err:
+    ...     print(str(err)[:40])
+    mechanism: expected a LaplaceMechanism o
+    """
+    if not isinstance(mechanism, _Mechanism) and not (optional and mechanism is None):
+        raise TypeError(f"mechanism: expected a LaplaceMechanism or GaussianMechanism instance, got {mechanism!r}")
+    if accountant is not None and not isinstance(accountant, PrivacyAccountant):
+        raise TypeError(f"accountant: expected a PrivacyAccountant or None, got {accountant!r}")
+
+
 def noise_generator(seed) -> np.random.Generator | None:
     """``None`` for private noise (no seed); a Generator from ``seed`` otherwise, with a
     :class:`NotPrivateWarning`."""
