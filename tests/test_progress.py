@@ -27,14 +27,12 @@ def test_bars_draw_in_a_terminal_only_and_obey_the_switch(monkeypatch):
     monkeypatch.setattr(sys, "stderr", log)
     set_progress(None)
     assert not bars_visible()
-    for _ in progress_bar(range(50), desc="work"):
-        pass
+    assert sum(progress_bar(range(50), desc="work")) == 1225
     assert log.getvalue() == ""  # nothing written into a log file
     tty = _Tty()
     monkeypatch.setattr(sys, "stderr", tty)
     assert bars_visible()
-    for _ in progress_bar(range(5), desc="work", file=tty):
-        pass
+    assert sum(progress_bar(range(5), desc="work", file=tty)) == 10
     assert "work" in tty.getvalue()
     set_progress(False)
     try:
