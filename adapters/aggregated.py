@@ -7,7 +7,6 @@ maximum-entropy model from those aggregates alone, with scikit-learn's estimator
 
 from __future__ import annotations
 
-import inspect
 import json
 import warnings
 from dataclasses import dataclass
@@ -16,6 +15,8 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError
 from pgmpy.factors.discrete import DiscreteFactor
 from pgmpy.models import DiscreteMarkovNetwork
 
@@ -751,6 +752,22 @@ def _with_tables(agg: "Aggregates", exact: list, mechanism, rng, accountant, pub
     return agg
 
 
+def _rows(X, name: str, names: list | None = None) -> pd.DataFrame:
+    """Rows as a DataFrame: a DataFrame as it is, a 2-D array with columns ``names`` (default
+    ``x0``, ``x1``, ...)."""
+    if isinstance(X, pd.DataFrame):
+        return X
+    if isinstance(X, (np.ndarray, list)):
+        arr = np.asarray(X)
+        if arr.ndim != 2:
+            raise ValueError(f"{name}: expected a DataFrame or a 2-D array of rows, got shape {arr.shape}")
+        cols = names if names is not None else [f"x{j}" for j in range(arr.shape[1])]
+        if len(cols) != arr.shape[1]:
+            raise ValueError(f"{name}: expected {len(cols)} columns, as when fitting, got {arr.shape[1]}")
+        return pd.DataFrame(arr, columns=cols)
+    raise TypeError(f"{name}: expected a pandas DataFrame or a 2-D array, got {type(X).__name__}")
+
+
 def _plain(x):
     return x.item() if isinstance(x, np.generic) else x
 
@@ -781,27 +798,7 @@ def quadratic_one_hot(codes: np.ndarray, cards: Sequence[int]):
     return sp.csr_matrix((np.ones(idx.size), idx.ravel(), np.arange(0, idx.size + 1, idx.shape[1])), shape=(n, offset))
 
 
-class _Params:
-    """get_params / set_params from the __init__ signature (scikit-learn's convention)."""
-
-    def get_params(self, deep: bool = True) -> dict:
-        return {k: getattr(self, k) for k in inspect.signature(type(self).__init__).parameters if k != "self"}
-
-    def set_params(self, **params) -> "_Params":
-        valid = self.get_params()
-        for k, v in params.items():
-            if k not in valid:
-                raise ValueError(f"set_params: unknown parameter {k!r}; valid: {sorted(valid)}")
-            setattr(self, k, v)
-        return self
-
-    def __repr__(self) -> str:
-        default = {k: p.default for k, p in inspect.signature(type(self).__init__).parameters.items() if k != "self"}
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items() if v is not default[k] and v != default[k])
-        return f"{type(self).__name__}({args})"
-
-
-class MaxEntClassifier(_Params):
+class MaxEntClassifier(ClassifierMixin, BaseEstimator):
     """Maximum-entropy model of features and a binary label, learned from aggregates only.
 
     Parameters follow :func:`ppgm.maxent.fit_maxent`; ``noise_model=False`` treats noisy aggregates
@@ -835,6 +832,8 @@ class MaxEntClassifier(_Params):
     warm_start : bool
     n_shards : int
     client : distributed.Client, optional
+    bins : int
+        ``fit(X, y)`` on rows: bins of numeric columns (see :func:`aggregate`).
 
     Examples
     --------
@@ -863,6 +862,7 @@ class MaxEntClassifier(_Params):
         warm_start: bool = False,
         n_shards: int = 1,
         client=None,
+        bins: int = 10,
     ) -> None:
         self.n_chains = n_chains
         self.max_iter = max_iter
@@ -879,13 +879,20 @@ class MaxEntClassifier(_Params):
         self.warm_start = warm_start
         self.n_shards = n_shards
         self.client = client
+        self.bins = bins
 
-    def fit(self, aggregates: Aggregates, eval_set: pd.DataFrame | None = None, eval_every: int = 10) -> "MaxEntClassifier":
-        """Learn from ``aggregates`` by persistent contrastive divergence.
+    def fit(self, X, y=None, eval_set: pd.DataFrame | None = None, eval_every: int = 10) -> "MaxEntClassifier":
+        """Learn from aggregates by persistent contrastive divergence: ``fit(aggregates)``, or
+        ``fit(X, y)`` on rows, which are aggregated first (with :func:`aggregate`'s encoders fit on the
+        rows, ``bins`` bins for numeric columns), so that the model still sees only the tables.
 
         Parameters
         ----------
-        aggregates : Aggregates
+        X : Aggregates, pandas.DataFrame or 2-D array
+            Aggregates (then ``y`` is omitted), or one row per record (array columns are named
+            ``x0``, ``x1``, ...).
+        y : array-like, optional
+            The binary label of every row of ``X``.
         eval_set : pandas.DataFrame, optional
             Rows with the label: adds an NLLH curve to ``history_`` every ``eval_every`` steps.
         eval_every : int
@@ -908,8 +915,13 @@ class MaxEntClassifier(_Params):
         >>> clf.classes_.tolist(), len(clf.history_["step"])
         ([0, 1], 60)
         """
-        if not isinstance(aggregates, Aggregates):
-            raise TypeError(f"aggregates: expected ppgm.adapters.Aggregates (from aggregate()), got {type(aggregates).__name__}")
+        if y is None:
+            if not isinstance(X, Aggregates):
+                raise TypeError(f"X: expected ppgm.adapters.Aggregates (from aggregate()) when y is omitted, "
+                                f"or rows X with their labels y; got {type(X).__name__}")
+            aggregates = X
+        else:
+            aggregates = self._aggregate_rows(X, y)
         tables = list(aggregates.tables)
         if not self.noise_model:
             tables = treat_as_exact(tables)
@@ -936,13 +948,40 @@ class MaxEntClassifier(_Params):
         self.model_, self.state_, self.aggregates_ = result.model, result.state, aggregates
         self.feature_names_in_ = np.array(aggregates.features, dtype=object)
         self.n_features_in_ = len(aggregates.features)
-        self.classes_ = np.array(aggregates.classes, dtype=object)
+        self.classes_ = np.array(aggregates.classes)  # numpy's dtype for the values, as scikit-learn keeps labels
         self._positive_column = next(i for i, c in enumerate(self.classes_) if str(c) == str(aggregates.positive))
         return self
 
-    def _codes(self, df: pd.DataFrame) -> np.ndarray:
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # a binary label (the MaxEnt model's y in {0, 1})
+        tags.input_tags.allow_nan = True  # missing values get a state of their own
+        tags.input_tags.string = True  # categorical columns as text
+        return tags
+
+    def _aggregate_rows(self, X, y) -> Aggregates:
+        """Rows and labels as the aggregates :meth:`fit` learns from (the label column is named
+        after ``y`` when it is a named Series that is not a feature, else ``"label"``)."""
+        df = _rows(X, "X")
+        labels = np.asarray(y)
+        if labels.ndim != 1 or labels.shape[0] != len(df):
+            raise ValueError(f"y: expected one label per row of X ({len(df)}), got shape {labels.shape}")
+        if pd.isna(pd.Series(labels)).any():
+            raise ValueError("y: the labels have missing values")
+        if len(pd.unique(pd.Series(labels))) > 2:
+            raise ValueError(f"y: expected a binary label, got {len(pd.unique(pd.Series(labels)))} values")
+        name = getattr(y, "name", None)
+        label = name if isinstance(name, str) and name not in df.columns else "label"
+        if label in df.columns:
+            raise ValueError(f"X: has a column named {label!r}, the label's name here; rename it")
+        framed = df.assign(**{label: labels})
+        return aggregate(framed, label=label, bins=self.bins)
+
+    def _codes(self, df) -> np.ndarray:
         if not hasattr(self, "model_"):
-            raise ValueError("MaxEntClassifier: call fit(aggregates) first")
+            raise NotFittedError("MaxEntClassifier: call fit(aggregates) or fit(X, y) first")
+        if not isinstance(df, pd.DataFrame) and isinstance(df, (np.ndarray, list)):
+            df = _rows(df, "X", names=list(self.feature_names_in_))
         codes = self.aggregates_.encode(df)
         unseen = codes < 0
         if unseen.any():
@@ -954,12 +993,12 @@ class MaxEntClassifier(_Params):
             )
         return codes
 
-    def decision_function(self, df: pd.DataFrame) -> np.ndarray:
+    def decision_function(self, X) -> np.ndarray:
         """The logit theta0 + sum_t theta_t[x_t] of P(y = positive | x).
 
         Parameters
         ----------
-        df : pandas.DataFrame
+        X : pandas.DataFrame or 2-D array
 
         Returns
         -------
@@ -973,15 +1012,16 @@ class MaxEntClassifier(_Params):
         >>> bool(np.all(np.diff(clf.decision_function(pd.DataFrame({"a": [0, 1, 2]}))) > 0))
         True
         """
-        return self.model_.decision_function(self._codes(df))
+        codes = self._codes(X)
+        return self.model_.decision_function(codes)
 
-    def predict_proba(self, df: pd.DataFrame) -> np.ndarray:
+    def predict_proba(self, X) -> np.ndarray:
         """(N, 2) array of the label's probabilities, columns in ``classes_`` order (scikit-learn's:
         the label values sorted).
 
         Parameters
         ----------
-        df : pandas.DataFrame
+        X : pandas.DataFrame or 2-D array
 
         Returns
         -------
@@ -994,17 +1034,18 @@ class MaxEntClassifier(_Params):
         >>> clf.classes_.tolist(), clf.predict(pd.DataFrame({"a": ["p", "q"]})).tolist()
         (['no', 'yes'], ['yes', 'no'])
         """
-        p = self.model_.predict_proba(self._codes(df))
+        codes = self._codes(X)
+        p = self.model_.predict_proba(codes)
         out = np.empty((p.shape[0], 2))
         out[:, self._positive_column], out[:, 1 - self._positive_column] = p, 1 - p
         return out
 
-    def predict(self, df: pd.DataFrame) -> np.ndarray:
+    def predict(self, X) -> np.ndarray:
         """The more probable label value of every row (a value of ``classes_``).
 
         Parameters
         ----------
-        df : pandas.DataFrame
+        X : pandas.DataFrame or 2-D array
 
         Returns
         -------
@@ -1018,15 +1059,19 @@ class MaxEntClassifier(_Params):
         >>> clf.predict(pd.DataFrame({"a": [0, 2]})).tolist()
         [0, 1]
         """
-        return self.classes_[np.argmax(self.predict_proba(df), axis=1)]
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
-    def score(self, df: pd.DataFrame) -> float:
-        """NLLH (1 - logloss / H(Y)) on rows carrying the label column.
+    def score(self, X, y=None) -> float:
+        """NLLH (1 - logloss / H(Y)): ``score(X, y)`` as scikit-learn calls it (model selection then
+        ranks by this proper scoring rule, not by accuracy), or ``score(df)`` on rows carrying the
+        label column.
 
         Parameters
         ----------
-        df : pandas.DataFrame
-            With the label column.
+        X : pandas.DataFrame or 2-D array
+            Rows (with the label column when ``y`` is omitted).
+        y : array-like, optional
+            Their labels.
 
         Returns
         -------
@@ -1041,7 +1086,11 @@ class MaxEntClassifier(_Params):
         >>> clf.score(df) > 0.05
         True
         """
-        return nllh(self.aggregates_.labels(df), self.predict_proba(df)[:, self._positive_column])
+        if y is None:
+            labels = self.aggregates_.labels(X)
+        else:
+            labels = (pd.Series(np.asarray(y)).astype(str) == str(self.aggregates_.positive)).to_numpy(int)
+        return nllh(labels, self.predict_proba(X)[:, self._positive_column])
 
     def to_markov_network(self) -> DiscreteMarkovNetwork:
         """The fitted joint model as a pgmpy ``DiscreteMarkovNetwork`` over the features and the label

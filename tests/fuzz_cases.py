@@ -104,13 +104,13 @@ def entries() -> list[Entry]:
         bn.fit(data, estimator=est)
         return bn
 
-    def maxent_fit(aggregates, n_chains=200, max_iter=5, l2_mu=1.0, l2_theta=30.0, step_mu=None, step_theta=None, average=0.3,
+    def maxent_fit(X, n_chains=200, max_iter=5, l2_mu=1.0, l2_theta=30.0, step_mu=None, step_theta=None, average=0.3,
                    n_shards=1, seed=0):
         return pa.MaxEntClassifier(n_chains=n_chains, max_iter=max_iter, l2_mu=l2_mu, l2_theta=l2_theta, step_mu=step_mu,
-                                   step_theta=step_theta, average=average, n_shards=n_shards, seed=seed, progress=False).fit(aggregates)
+                                   step_theta=step_theta, average=average, n_shards=n_shards, seed=seed, progress=False).fit(X)
 
-    def maxent_predict(df):
-        return _fitted_maxent().predict_proba(df)
+    def maxent_predict(X):
+        return _fitted_maxent().predict_proba(X)
 
     def bp_query(variables, evidence=None, virtual_evidence=None, model=None):
         return pa.LogBeliefPropagation(model if model is not None else w["asia"]).query(variables, evidence=evidence,
@@ -200,12 +200,12 @@ def entries() -> list[Entry]:
                "seed": BAD_SEED, "on_unknown": ["ignore", None]}),
         Entry("Aggregates.load", pa.Aggregates.load, lambda: dict(path=os.path.join(w["tmp"], "agg.npz")),
               {"path": [os.path.join(w["tmp"], "missing.npz"), os.path.join(w["tmp"], "release.npz"), None, _bomb(os.path.join(w["tmp"], "agg.npz"), "d0")]}),
-        Entry("MaxEntClassifier.fit", maxent_fit, lambda: dict(aggregates=w["agg"]),
-              {"aggregates": [None, w["df_agg"], "agg", w["release"]], "n_chains": BAD_COUNT, "max_iter": BAD_COUNT,
+        Entry("MaxEntClassifier.fit", maxent_fit, lambda: dict(X=w["agg"]),
+              {"X": [None, w["df_agg"], "agg", w["release"]], "n_chains": BAD_COUNT, "max_iter": BAD_COUNT,
                "l2_mu": [-1.0, NAN, INF, "1"], "l2_theta": [-1.0, NAN, INF, "1"], "step_mu": BAD_POSITIVE, "step_theta": BAD_POSITIVE,
                "average": [-0.1, 1.5, NAN, "x"], "n_shards": BAD_COUNT, "seed": BAD_SEED}),
-        Entry("MaxEntClassifier.predict_proba", maxent_predict, lambda: dict(df=w["df_agg"]),  # unseen values are by design
-              {"df": _frames(w["df_agg"], "a", empty=False, missing=False)}),
+        Entry("MaxEntClassifier.predict_proba", maxent_predict, lambda: dict(X=w["df_agg"]),  # unseen values are by design
+              {"X": _frames(w["df_agg"], "a", empty=False, missing=False)}, {"X": ("df",)}),  # the aggregates' encoder names df
         Entry("LogBeliefPropagation", pa.LogBeliefPropagation, lambda: dict(model=w["asia"]),
               {"model": [None, "asia", w["df_asia"], DiscreteBayesianNetwork([("a", "b")])], "max_cells": [0, -5, NAN, "big"],
                "cache_size": [0, -1, 2.5, "x"]}),

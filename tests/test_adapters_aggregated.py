@@ -57,7 +57,7 @@ def test_classifier_round_trip_through_pgmpy_and_sklearn_conventions():
     clf = MaxEntClassifier(n_chains=3000, max_iter=120, progress=False)
     assert clf.get_params()["n_chains"] == 3000
     clf.set_params(max_iter=100)
-    with pytest.raises(ValueError, match="unknown parameter"):
+    with pytest.raises(ValueError, match="Invalid parameter"):
         clf.set_params(nonsense=1)
     clf.fit(agg, eval_set=df.iloc[:1000], eval_every=50)
     assert [s for s, _ in clf.history_["nllh"]] == [50, 100] and clf.score(df) > 0.05
@@ -191,3 +191,34 @@ def test_save_and_load_keep_the_label_values_and_their_types(tmp_path):
         back = Aggregates.load(tmp_path / "agg.npz")
         assert back.classes == agg.classes and [type(c) for c in back.classes] == [type(c) for c in agg.classes]
         assert back.positive == agg.positive and type(back.positive) is type(agg.positive)
+
+
+def test_maxent_is_a_scikit_learn_classifier():
+    """fit(X, y) on rows (aggregated inside: the model sees only the tables) gives the model that
+    fit(aggregates) gives on the same rows; clone, Pipeline, cross_val_score and GridSearchCV work."""
+    from sklearn.base import clone, is_classifier
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from ppgm.adapters import MaxEntClassifier, aggregate
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"a": rng.choice(["p", "q", "r"], 2000), "b": rng.integers(0, 3, 2000)})
+    y = pd.Series(np.where(rng.random(2000) < np.where(X["a"] == "p", 0.8, 0.2), "yes", "no"), name="y")
+    clf = MaxEntClassifier(n_chains=500, max_iter=40, seed=0, progress=False)
+    assert is_classifier(clf) and clone(clf).get_params() == clf.get_params()
+    rows = clone(clf).fit(X, y)
+    tables = clone(clf).fit(aggregate(X.assign(y=y), label="y"))
+    np.testing.assert_array_equal(rows.predict_proba(X), tables.predict_proba(X))
+    assert rows.classes_.tolist() == ["no", "yes"] and set(rows.predict(X)) <= {"no", "yes"}
+    np.testing.assert_allclose(rows.predict_proba(X.to_numpy()), rows.predict_proba(X))  # arrays too, columns by position
+    assert rows.score(X, y) == pytest.approx(rows.score(X.assign(y=y)))
+    scores = cross_val_score(make_pipeline(FunctionTransformer(), clone(clf)), X, y, cv=3)
+    assert scores.shape == (3,) and np.all(np.isfinite(scores)) and scores.mean() > 0.1
+    grid = GridSearchCV(clf, {"l2_theta": [1.0, 30.0]}, cv=2).fit(X, y)
+    assert grid.best_params_["l2_theta"] in (1.0, 30.0)
+    with pytest.raises(ValueError, match="y: expected a binary label"):
+        clone(clf).fit(X, np.arange(2000) % 3)
+    with pytest.raises(TypeError, match="X: expected"):
+        clone(clf).fit(X)
