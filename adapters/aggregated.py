@@ -71,7 +71,7 @@ class FeatureEncoder:
     missing: bool = False
 
     @classmethod
-    def fit(cls, series, bins: int = 10) -> "FeatureEncoder":
+    def fit(cls, series, bins: int = 10, strategy: str = "uniform") -> "FeatureEncoder":
         """The encoder of a column fit on its values (a pandas or a Dask series: for Dask only the
         summaries come back). Not for private releases, whose encodings must be public.
 
@@ -79,7 +79,11 @@ class FeatureEncoder:
         ----------
         series : pandas.Series or dask Series
         bins : int
-            Equal-width bins of a numeric column with more than ``bins`` distinct values.
+            Bins of a numeric column with more than ``bins`` distinct values.
+        strategy : {"uniform", "quantile", "kmeans"}
+            Where the bin edges go, as scikit-learn's ``KBinsDiscretizer``: equal widths over the
+            observed range, equal counts (quantiles; repeated edges merged), or 1-D k-means centres'
+            midpoints.
 
         Returns
         -------
@@ -95,10 +99,16 @@ class FeatureEncoder:
         >>> FeatureEncoder.fit(pd.Series(["b", "a", "b"])).states
         ['a', 'b']
         """
+        checks.choice(strategy, "strategy", STRATEGIES)
         values = series.dropna()
         nunique = int(_computed(values.nunique()))
         if nunique == 0:
             raise ValueError(f"df: column {series.name!r} has no values")
+        numeric = pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype)
+        if strategy != "uniform" and numeric and nunique > bins:
+            edges = _data_edges(values, bins, strategy)
+            if edges.size >= 2:
+                return cls.numeric(str(series.name), edges.tolist(), bool(_computed(series.isna().any())))
         return cls.from_summary(
             str(series.name), series.dtype, bool(_computed(series.isna().any())), bins, nunique,
             lambda: (float(_computed(values.min())), float(_computed(values.max()))), lambda: pd.unique(_computed(values.unique())),
@@ -474,6 +484,7 @@ def aggregate(
     accountant=None,
     publish_n=None,
     seed=None,
+    strategy: str = "uniform",
 ) -> Aggregates:
     """Counts and label sums of every single feature and every pair, from a DataFrame.
 
@@ -530,6 +541,10 @@ def aggregate(
     seed : int or Generator, optional
         Hashing seed, and with a mechanism reproducible noise: the release is then not private
         (``private`` is False, with a ``NotPrivateWarning``).
+    strategy : {"uniform", "quantile", "kmeans"}
+        Bin edges of numeric columns encoded from the data (no mechanism): equal widths, equal
+        counts or k-means, as scikit-learn's ``KBinsDiscretizer``. Private releases take public
+        ``bin_edges`` / ``bounds`` or private quantiles instead.
 
     Returns
     -------
@@ -552,7 +567,7 @@ def aggregate(
         hash_size = checks.count(hash_size, "hash_size", 2)
     if not (isinstance(pairs, str) or (isinstance(pairs, (list, tuple)) and all(isinstance(q, (list, tuple)) for q in pairs))):
         raise TypeError(f"pairs: expected 'all', 'none' or a list of feature pairs, got {pairs!r}")
-    spec = EncodingSpec.make(bins, categories, bounds, bin_edges, missing, quantile_epsilon, on_unknown, mechanism)
+    spec = EncodingSpec.make(bins, categories, bounds, bin_edges, missing, quantile_epsilon, on_unknown, mechanism, strategy)
     distributed = is_dask(df)  # encoders from summaries, counts per partition on the workers
     if not distributed and not isinstance(df, pd.DataFrame):
         raise TypeError(f"df: expected a pandas DataFrame, got {type(df).__name__}")
@@ -561,7 +576,7 @@ def aggregate(
     features = _feature_list(df.columns, features, label)
     positive, negative = _positive_label(df[label], label, positive, private=mechanism is not None, negative=negative)
     rng = noise_generator(seed) if mechanism is not None else as_generator(seed)
-    encoders, quantile_part = spec.encoders(features, rng, fit=lambda f: FeatureEncoder.fit(df[f], spec.bins),
+    encoders, quantile_part = spec.encoders(features, rng, fit=lambda f: FeatureEncoder.fit(df[f], spec.bins, spec.strategy),
                                             column=None if distributed else (lambda f: df[f]))
     agg = Aggregates(tuple(features), label, positive, encoders, [], negative=negative)
     hash_seed = int((rng or np.random.default_rng()).integers(1 << 31)) if hash_size is not None else 0
@@ -587,6 +602,7 @@ class EncodingSpec:
     Dask paths."""
 
     bins: int
+    strategy: str
     categories: dict
     bounds: dict
     bin_edges: dict
@@ -596,7 +612,8 @@ class EncodingSpec:
     private: bool
 
     @classmethod
-    def make(cls, bins, categories, bounds, bin_edges, missing, quantile_epsilon, on_unknown, mechanism) -> "EncodingSpec":
+    def make(cls, bins, categories, bounds, bin_edges, missing, quantile_epsilon, on_unknown, mechanism,
+             strategy: str = "uniform") -> "EncodingSpec":
         if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 2:
             raise ValueError(f"bins: expected at least 2 bins, got {bins!r}")
         if on_unknown not in ("raise", "drop"):
@@ -611,7 +628,8 @@ class EncodingSpec:
             if m is not None and not isinstance(m, Mapping):
                 raise TypeError(f"{name}: expected a mapping {{column: ...}}, got {type(m).__name__}")
             maps[name] = dict(m or {})
-        return cls(int(bins), maps["categories"], maps["bounds"], maps["bin_edges"], missing, quantile_epsilon, on_unknown,
+        checks.choice(strategy, "strategy", STRATEGIES)
+        return cls(int(bins), strategy, maps["categories"], maps["bounds"], maps["bin_edges"], missing, quantile_epsilon, on_unknown,
                    mechanism is not None)
 
     def has_missing_state(self, f) -> bool:
@@ -722,8 +740,10 @@ def _positive_label(y_col, label: str, positive, private: bool = False, negative
     others = [v for v in values if str(v) != str(positive)]
     if negative is None and others:
         negative = others[0]
-    elif negative is None and isinstance(positive, (bool, int)):
-        negative = (not positive) if isinstance(positive, bool) else 1 - positive if positive in (0, 1) else None
+    elif negative is None and isinstance(positive, bool):
+        negative = not positive
+    elif negative is None and isinstance(positive, (int, float)):  # one value seen: the other is 0 (or 1)
+        negative = type(positive)(0 if positive != 0 else 1)
     return positive, _plain(negative)
 
 
@@ -752,20 +772,46 @@ def _with_tables(agg: "Aggregates", exact: list, mechanism, rng, accountant, pub
     return agg
 
 
+STRATEGIES = ("uniform", "quantile", "kmeans")
+
+
+def _data_edges(values, bins: int, strategy: str) -> np.ndarray:
+    """Bin edges of a column's non-missing values by ``strategy`` (quantiles of a Dask series are
+    computed on the workers; k-means needs the values in memory)."""
+    if strategy == "quantile":
+        qs = np.linspace(0.0, 1.0, bins + 1)
+        q = values.quantile(qs)
+        return np.unique(np.asarray(_computed(q), dtype=float))
+    from sklearn.preprocessing import KBinsDiscretizer
+
+    x = np.asarray(_computed(values), dtype=float).reshape(-1, 1)
+    kb = KBinsDiscretizer(n_bins=bins, encode="ordinal", strategy="kmeans", subsample=None).fit(x)
+    return np.unique(kb.bin_edges_[0])
+
+
+class _MissingTarget(TypeError, ValueError):
+    """Rows given without labels: a wrong type for ``fit(aggregates)`` and a missing ``y`` for
+    ``fit(X, y)`` (scikit-learn expects a ValueError there), so either ``except`` catches it."""
+
+
 def _rows(X, name: str, names: list | None = None) -> pd.DataFrame:
-    """Rows as a DataFrame: a DataFrame as it is, a 2-D array with columns ``names`` (default
-    ``x0``, ``x1``, ...)."""
+    """Rows as a DataFrame: a DataFrame as it is, an array-like (checked as scikit-learn checks
+    arrays: 2-D, at least one row and one feature, no complex values) with columns ``names``
+    (default ``x0``, ``x1``, ...); sparse input is refused."""
     if isinstance(X, pd.DataFrame):
         return X
-    if isinstance(X, (np.ndarray, list)):
-        arr = np.asarray(X)
-        if arr.ndim != 2:
-            raise ValueError(f"{name}: expected a DataFrame or a 2-D array of rows, got shape {arr.shape}")
-        cols = names if names is not None else [f"x{j}" for j in range(arr.shape[1])]
-        if len(cols) != arr.shape[1]:
-            raise ValueError(f"{name}: expected {len(cols)} columns, as when fitting, got {arr.shape[1]}")
-        return pd.DataFrame(arr, columns=cols)
-    raise TypeError(f"{name}: expected a pandas DataFrame or a 2-D array, got {type(X).__name__}")
+    import scipy.sparse as sp
+    from sklearn.utils.validation import check_array
+
+    if sp.issparse(X):
+        raise TypeError(f"{name}: sparse input is not supported; pass a dense array or a DataFrame of rows")
+    if X is None or isinstance(X, (str, bytes, dict, Aggregates)) or not (hasattr(X, "__array__") or isinstance(X, (list, tuple))):
+        raise TypeError(f"{name}: expected a pandas DataFrame or a 2-D array of rows, got {type(X).__name__}")
+    arr = check_array(X, dtype=None, ensure_all_finite="allow-nan", input_name=name)
+    cols = names if names is not None else [f"x{j}" for j in range(arr.shape[1])]
+    if len(cols) != arr.shape[1]:
+        raise ValueError(f"{name} has {arr.shape[1]} features, but MaxEntClassifier is expecting {len(cols)} features as input")
+    return pd.DataFrame(arr, columns=cols)
 
 
 def _plain(x):
@@ -834,6 +880,8 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
     client : distributed.Client, optional
     bins : int
         ``fit(X, y)`` on rows: bins of numeric columns (see :func:`aggregate`).
+    strategy : {"uniform", "quantile", "kmeans"}
+        ``fit(X, y)`` on rows: where the bin edges go (see :func:`aggregate`).
 
     Examples
     --------
@@ -863,6 +911,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         n_shards: int = 1,
         client=None,
         bins: int = 10,
+        strategy: str = "uniform",
     ) -> None:
         self.n_chains = n_chains
         self.max_iter = max_iter
@@ -880,6 +929,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         self.n_shards = n_shards
         self.client = client
         self.bins = bins
+        self.strategy = strategy
 
     def fit(self, X, y=None, eval_set: pd.DataFrame | None = None, eval_every: int = 10) -> "MaxEntClassifier":
         """Learn from aggregates by persistent contrastive divergence: ``fit(aggregates)``, or
@@ -916,6 +966,9 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         ([0, 1], 60)
         """
         if y is None:
+            if isinstance(X, (pd.DataFrame, np.ndarray, list)):
+                raise _MissingTarget("y: MaxEntClassifier requires y to be passed, but the target y is None "
+                                     "(give the labels of the rows X, or fit(aggregates) with X an Aggregates)")
             if not isinstance(X, Aggregates):
                 raise TypeError(f"X: expected ppgm.adapters.Aggregates (from aggregate()) when y is omitted, "
                                 f"or rows X with their labels y; got {type(X).__name__}")
@@ -946,6 +999,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         else:
             self.history_ = result.history
         self.model_, self.state_, self.aggregates_ = result.model, result.state, aggregates
+        self.n_iter_ = int(result.state.step)
         self.feature_names_in_ = np.array(aggregates.features, dtype=object)
         self.n_features_in_ = len(aggregates.features)
         self.classes_ = np.array(aggregates.classes)  # numpy's dtype for the values, as scikit-learn keeps labels
@@ -962,25 +1016,30 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
     def _aggregate_rows(self, X, y) -> Aggregates:
         """Rows and labels as the aggregates :meth:`fit` learns from (the label column is named
         after ``y`` when it is a named Series that is not a feature, else ``"label"``)."""
+        from sklearn.utils.multiclass import check_classification_targets, type_of_target
+        from sklearn.utils.validation import column_or_1d
+
         df = _rows(X, "X")
-        labels = np.asarray(y)
-        if labels.ndim != 1 or labels.shape[0] != len(df):
-            raise ValueError(f"y: expected one label per row of X ({len(df)}), got shape {labels.shape}")
-        if pd.isna(pd.Series(labels)).any():
-            raise ValueError("y: the labels have missing values")
-        if len(pd.unique(pd.Series(labels))) > 2:
-            raise ValueError(f"y: expected a binary label, got {len(pd.unique(pd.Series(labels)))} values")
+        labels = column_or_1d(y, warn=True)
+        if labels.shape[0] != len(df):
+            raise ValueError(f"y: expected one label per row of X ({len(df)}), got {labels.shape[0]}")
+        if pd.isna(pd.Series(labels)).any() or (labels.dtype.kind == "f" and not np.all(np.isfinite(labels))):
+            raise ValueError("y: the labels have missing or infinite values")
+        check_classification_targets(labels)  # a continuous y: "Unknown label type"
+        if type_of_target(labels, input_name="y") not in ("binary", "unknown") and len(pd.unique(pd.Series(labels))) > 2:
+            raise ValueError(f"y: expected a binary label, got {len(pd.unique(pd.Series(labels)))} values. "
+                             "Only binary classification is supported.")
         name = getattr(y, "name", None)
         label = name if isinstance(name, str) and name not in df.columns else "label"
         if label in df.columns:
             raise ValueError(f"X: has a column named {label!r}, the label's name here; rename it")
         framed = df.assign(**{label: labels})
-        return aggregate(framed, label=label, bins=self.bins)
+        return aggregate(framed, label=label, bins=self.bins, strategy=self.strategy)
 
     def _codes(self, df) -> np.ndarray:
         if not hasattr(self, "model_"):
             raise NotFittedError("MaxEntClassifier: call fit(aggregates) or fit(X, y) first")
-        if not isinstance(df, pd.DataFrame) and isinstance(df, (np.ndarray, list)):
+        if not isinstance(df, pd.DataFrame):
             df = _rows(df, "X", names=list(self.feature_names_in_))
         codes = self.aggregates_.encode(df)
         unseen = codes < 0
@@ -1059,7 +1118,8 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         >>> clf.predict(pd.DataFrame({"a": [0, 2]})).tolist()
         [0, 1]
         """
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)  # checks that the classifier is fitted
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def score(self, X, y=None) -> float:
         """NLLH (1 - logloss / H(Y)): ``score(X, y)`` as scikit-learn calls it (model selection then

@@ -30,3 +30,15 @@ suppress_warnings = ["myst.header", "mystnb.unknown_mime_type"]
 
 html_theme = "alabaster"
 html_title = f"ppgm {release}"
+
+
+def _skip_generated(app, what, name, obj, skip, options):
+    """scikit-learn attaches metadata-routing methods (``set_fit_request``, ...) to estimators;
+    their docstrings point into scikit-learn's own documentation."""
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return skip
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_generated)
