@@ -79,6 +79,16 @@ class GaussianMER(ConvexProgram):
         n = len(self.variables)
         pos = {v: i for i, v in enumerate(self.variables)}
         self.graph_tol = float(graph_tol)
+        # Standardise: every variable divided by its pooled standard deviation. The KL tolerances are
+        # invariant to per-variable scaling, so the solution is the same model in other units, but
+        # the solver sees unit-free numbers (columns in units 1e3 or 1e-3 apart no longer break it).
+        # Results are mapped back in _finish.
+        node_sd = {m.variables[0]: float(np.sqrt(m.covariance[0, 0])) for m in nodes}
+        self.scale = np.array([node_sd.get(v, 1.0) for v in self.variables])
+        nodes = [Moments(m.variables, np.asarray(m.covariance, float) / node_sd[m.variables[0]] ** 2, m.n) for m in nodes]
+        edges = [Moments(m.variables, np.asarray(m.covariance, float) / np.outer([node_sd.get(v, 1.0) for v in m.variables],
+                                                                              [node_sd.get(v, 1.0) for v in m.variables]), m.n)
+                 for m in edges]
         self.means = dict(means) if means is not None else {v: 0.0 for v in self.variables}
         domain = Domain(self.variables, (2,) * n)
         self.tree = JunctionTree.build(domain, [m.variables for m in edges] + [(v,) for v in self.variables], max_cells=None)
@@ -190,10 +200,12 @@ class GaussianMER(ConvexProgram):
                 J[np.ix_(ids, ids)] += sign * np.linalg.inv(block)
                 logdet += sign * np.linalg.slogdet(block)[1]
         J = (J + J.T) / 2
+        inv_scale = 1.0 / self.scale  # back to the data's units: Sigma = D S D, J = D^-1 J_s D^-1
+        J = J * np.outer(inv_scale, inv_scale)
         result.precision = J
         result.covariance = np.linalg.inv(J)
         result.means = dict(self.means)
-        result.entropy = 0.5 * (logdet + n * np.log(2 * np.pi * np.e))
+        result.entropy = 0.5 * (logdet + n * np.log(2 * np.pi * np.e)) + float(np.log(self.scale).sum())
         d = np.sqrt(np.diag(J))
         partial = -J / np.outer(d, d)
         g = nx.Graph()

@@ -234,7 +234,10 @@ def pooled_moments(
         if n < 2:
             raise ValueError(f"samples: {scope} is observed in only {n} row(s); at least 2 are needed")
         cov = m / n
-        if np.any(np.diag(cov) <= 1e-12 * max(1.0, float(np.abs(cov).max()))):
+        # constant: a variance at the rounding level of the column's own mean (scale-free: columns in
+        # units far apart are compared each with itself, never with one another)
+        floor = np.array([(1e-12 * abs(means[v])) ** 2 for v in scope])
+        if np.any(np.diag(cov) <= np.maximum(floor, 1e-300)):
             raise ValueError(f"samples: {scope} has a constant column (zero variance); drop it or add noise")
         if len(scope) == 2 and np.linalg.det(cov) <= 1e-12 * cov[0, 0] * cov[1, 1]:
             raise ValueError(f"samples: the pair {scope} is perfectly correlated; its covariance is singular")

@@ -203,3 +203,29 @@ def test_sample_set_errors():
         pooled_moments([SampleSet(("a", "b"), rng.normal(size=(1, 2)))], ("a", "b"))
     with pytest.raises(ValueError, match="shape"):
         SampleSet(("a", "b"), np.zeros((3, 3)))
+
+
+def test_gaussian_program_is_unit_free():
+    """The KL tolerances do not depend on units, and since the program is standardised neither does
+    the solve: columns rescaled by 1e-3 .. 1e3 (mixed inside one set) give the same s~, the same
+    graph, and the same model in the new units (covariance D S D); a truly constant column is
+    still refused."""
+    import pandas as pd
+
+    from ppgm.adapters import mer
+    from ppgm.random_models import gaussian_cycle, overlapping_sample_sets
+
+    J, _ = gaussian_cycle(10, seed=3)
+    names = [f"X{i}" for i in range(10)]
+    frames = [pd.DataFrame(rows, columns=[names[i] for i in ix]) for ix, rows in overlapping_sample_sets(np.linalg.inv(J), seed=4)]
+    factor = dict(zip(names, [300.0, 1000.0, 1e-3, 1.0, 1e3, 1e-3, 0.01, 5.0, 1e3, 1e-3]))
+    scaled = [f * pd.Series({c: factor[c] for c in f.columns}) for f in frames]
+    base, other = mer(frames), mer(scaled)
+    assert other.status == base.status == "optimal"
+    assert other.s_tilde == pytest.approx(base.s_tilde, rel=1e-3)
+    assert sorted(other.graph.edges()) == sorted(base.graph.edges())
+    d = np.array([factor[v] for v in base.variables])
+    np.testing.assert_allclose(other.covariance, base.covariance * np.outer(d, d), rtol=2e-3)
+    const = [f.assign(X0=7.0) if "X0" in f.columns else f for f in frames]  # X0 constant wherever it is seen
+    with pytest.raises(ValueError, match="constant"):
+        mer(const)
