@@ -212,7 +212,7 @@ def noisy_aggregates(tables: Sequence[Measurement], mechanism, rng: np.random.Ge
 
     tables = _check_exact(tables)
     flat = [Factor(("cell",), np.rint(t.values).astype(np.int64).ravel()) for t in tables]
-    flat += [Factor(("cell",), np.rint(_sums(t)).astype(np.int64).ravel()) for t in tables]
+    flat += [Factor(("cell",), np.rint(t.required_label_sums()).astype(np.int64).ravel()) for t in tables]
     noisy = mechanism.measure(flat, rng)
     k = len(tables)
     return [
@@ -238,12 +238,5 @@ def treat_as_exact(tables: Sequence[Measurement]) -> list[Measurement]:
     out = []
     for t in tables:
         d = np.clip(t.values, 0, None)
-        out.append(Measurement(t.variables, d, n=t.n, label_sums=np.clip(_sums(t), 0, d), buckets=t.buckets))
+        out.append(Measurement(t.variables, d, n=t.n, label_sums=np.clip(t.required_label_sums(), 0, d), buckets=t.buckets))
     return out
-
-
-def _sums(t: Measurement) -> np.ndarray:
-    """The label sums of an aggregated table (which has them)."""
-    if t.label_sums is None:
-        raise ValueError(f"tables: the table over {t.variables} has no label sums")
-    return t.label_sums

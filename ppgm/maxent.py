@@ -181,7 +181,7 @@ class MaxEntModel:
             if len(t.variables) != 1:
                 continue
             d = np.clip(t.values, 0, None)
-            c = np.clip(_label_sums(t), 0, d)
+            c = np.clip(t.required_label_sums(), 0, d)
             neg = d - c + pseudo_count
             pos = c + pseudo_count
             mu[sl] = np.log(neg / neg.sum())
@@ -598,10 +598,3 @@ def _targets(tables, pieces, d_obs, c_obs, d_hat, c_hat, scale) -> tuple[np.ndar
     d_t = np.clip(d_t, 0, None)
     c_t = np.clip(c_t, 0, d_t)
     return d_t, c_t
-
-
-def _label_sums(t: Measurement) -> np.ndarray:
-    """The label sums of an aggregated table (checked present by the callers)."""
-    if t.label_sums is None:
-        raise ValueError(f"tables: the table over {t.variables} has no label sums")
-    return t.label_sums

@@ -114,6 +114,22 @@ class Measurement:
             return 0.0
         return noise_variance(self.noise, self.scale, self.integer)
 
+    def required_label_sums(self) -> np.ndarray:
+        """The label sums of an aggregated table; a ``ValueError`` naming the table if it has none.
+
+        Returns
+        -------
+        numpy.ndarray
+
+        Examples
+        --------
+        >>> Measurement(("A",), np.array([3.0, 7.0]), label_sums=np.array([1.0, 2.0])).required_label_sums().tolist()
+        [1.0, 2.0]
+        """
+        if self.label_sums is None:
+            raise ValueError(f"tables: the table over {self.variables} has no label sums")
+        return self.label_sums
+
     def as_factor(self) -> Factor:
         """The observed table as a :class:`ppgm.Factor`.
 
