@@ -17,7 +17,7 @@ from ppgm.domain import Domain
 from ppgm.executor import BlockLost, RecordBlock, add_all, tree_reduce
 from ppgm.robust_filter import FilterResult, filter_known_topology
 
-LOST = {"CancelledError", "FutureCancelledError", "KilledWorker", "FutureLost", "LostDependency"}
+LOST = {"CancelledError", "FutureCancelledError", "FuturesCancelledError", "KilledWorker", "FutureLost", "LostDependency"}
 
 
 def is_dask(obj) -> bool:

@@ -135,10 +135,35 @@ def test_pcd_survives_a_killed_worker_or_names_the_lost_shards(client):
     client.wait_for_workers(2, timeout=60)
 
 
+def _forget(client, futures):
+    """Cancel ``futures`` and wait until the scheduler has forgotten their keys (cancel is asynchronous)."""
+    keys = [f.key for f in futures]
+    client.cancel(futures)
+    for _ in range(400):
+        if not client.run_on_scheduler(lambda dask_scheduler: any(k in dask_scheduler.tasks for k in keys)):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the scheduler did not forget the cancelled keys within 20 s")
+
+
 def test_lost_blocks_raise_a_clear_error_not_a_cancelled_future(client):
     import dask
 
-    blocks = DaskBlocks([dask.delayed(np.arange)(3), dask.delayed(np.arange)(4)], "test blocks", client).persist()
-    client.cancel([f for p in blocks.parts for f in p.__dask_graph__().values() if isinstance(f, distributed.Future)])
+    # scattered data has no lineage: once forgotten it cannot be recomputed, so the loss is certain
+    scattered = client.scatter([np.arange(3), np.arange(4)])
+    blocks = DaskBlocks([dask.delayed(f) for f in scattered], "test blocks", client)
+    _forget(client, scattered)
     with pytest.raises(BlockLost, match="test blocks: a block was lost"):
         blocks.collect()
+
+
+def test_lost_blocks_with_lineage_are_recomputed_or_named(client):
+    import dask
+
+    blocks = DaskBlocks([dask.delayed(np.arange)(3), dask.delayed(np.arange)(4)], "test blocks", client).persist()
+    _forget(client, [f for p in blocks.parts for f in p.__dask_graph__().values() if isinstance(f, distributed.Future)])
+    try:  # Dask may recompute from the persisted graph's lineage: then the values are right
+        got = blocks.collect()
+        assert [g.tolist() for g in got] == [[0, 1, 2], [0, 1, 2, 3]]
+    except BlockLost as err:
+        assert "test blocks: a block was lost" in str(err)
