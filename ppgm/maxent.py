@@ -100,15 +100,26 @@ class MaxEntLayout:
 
     def slots(self, codes: np.ndarray) -> np.ndarray:
         """Global slot of every record in every table, shape (N, T); -1 where a code is -1 (unseen)."""
-        codes = np.asarray(codes)
-        ext = np.concatenate([codes, np.zeros((len(codes), 1), codes.dtype)], axis=1)
-        a, b = ext[:, self._first], ext[:, self._second]
-        cells = a * self._stride + b
-        out = self._flat_slots[np.maximum(cells, 0) + self._cell_offsets]
-        unseen = (a < 0) | (b < 0)
-        if unseen.any():
-            out = np.where(unseen, -1, out)
-        return out
+        return self.slots_by_table(codes).T
+
+    def slots_by_table(self, codes: np.ndarray) -> np.ndarray:
+        """:meth:`slots` laid out table by table, shape (T, N), C-contiguous (each table's gather and
+        the sums over tables then run along contiguous rows)."""
+        codes_t = np.asarray(codes).T
+        ext = np.concatenate([codes_t, np.zeros((1, codes_t.shape[1]), codes_t.dtype)], axis=0)
+        a, b = ext[self._first], ext[self._second]
+        cells = a * self._stride[:, None] + b
+        cells += self._cell_offsets[:, None]
+        if codes_t.size and codes_t.min() < 0:
+            unseen = (a < 0) | (b < 0)
+            return np.where(unseen, -1, self._flat_slots[np.where(unseen, 0, cells)])
+        return self._flat_slots[cells]
+
+    def gibbs(self) -> "_Gibbs":
+        """The Gibbs sampler of this layout (built once, then reused by every step)."""
+        if getattr(self, "_gibbs", None) is None:
+            self._gibbs = _Gibbs(self)
+        return self._gibbs
 
     def stack(self, tables: Sequence[Measurement], what: str = "values") -> np.ndarray:
         return np.concatenate([np.ravel(getattr(t, what)) for t in tables])
@@ -135,9 +146,9 @@ class MaxEntModel:
 
     def decision_function(self, codes: np.ndarray) -> np.ndarray:
         """theta0 + sum_t theta_t[x_t] per record; a code of -1 (unseen category) contributes 0."""
-        slots = self.layout.slots(codes)
+        slots = self.layout.slots_by_table(codes)
         th = np.where(slots >= 0, self.theta[np.maximum(slots, 0)], 0.0)
-        return self.theta0 + th.sum(axis=1)
+        return self.theta0 + th.sum(axis=0)
 
     def predict_proba(self, codes: np.ndarray) -> np.ndarray:
         """P(y = 1 | x) per record."""
@@ -198,7 +209,8 @@ class MaxEntModel:
 
 @dataclass
 class ChainShard:
-    """A block of persistent chains with its own random generator (and the chains' table slots)."""
+    """A block of persistent chains with its own random generator (and the chains' table slots,
+    laid out as :meth:`MaxEntLayout.slots_by_table`)."""
 
     chains: np.ndarray
     rng: np.random.Generator
@@ -230,19 +242,19 @@ def shard_step(shard: ChainShard, layout: "MaxEntLayout", mu: np.ndarray, theta:
     raw sums the gradient needs: counts, sigmoid-weighted counts, sigmoid-variance weighted counts
     per slot, and the sums of sigma and sigma (1 - sigma). Pure given its inputs (the shard's
     generator advances), so a distributed runner can replay it."""
-    gibbs = _Gibbs(layout)
-    slots = layout.slots(shard.chains) if shard.slots is None else shard.slots
+    gibbs = layout.gibbs()
+    slots = layout.slots_by_table(shard.chains) if shard.slots is None else shard.slots
     rng = shard.rng
-    y = rng.random(len(slots)) < _sigmoid(theta0 + theta[slots].sum(axis=1))
+    y = rng.random(slots.shape[1]) < _sigmoid(theta0 + theta[slots].sum(axis=0))
     gibbs.sweep(shard.chains, y, gibbs.interaction(mu), gibbs.interaction(theta), rng)
-    slots = layout.slots(shard.chains)
+    slots = layout.slots_by_table(shard.chains)
     shard.slots = slots
-    sig = _sigmoid(theta0 + theta[slots].sum(axis=1))
-    flat, S, T = slots.ravel(), layout.n_slots, slots.shape[1]
+    sig = _sigmoid(theta0 + theta[slots].sum(axis=0))
+    flat, S, T = slots.ravel(), layout.n_slots, slots.shape[0]
     stats = (
         np.bincount(flat, minlength=S).astype(float),
-        np.bincount(flat, weights=np.repeat(sig, T), minlength=S),
-        np.bincount(flat, weights=np.repeat(sig * (1 - sig), T), minlength=S),
+        np.bincount(flat, weights=np.tile(sig, T), minlength=S),
+        np.bincount(flat, weights=np.tile(sig * (1 - sig), T), minlength=S),
         float(sig.sum()),
         float((sig * (1 - sig)).sum()),
         len(sig),
@@ -290,16 +302,19 @@ def _sample_nb_chains(model: MaxEntModel, n_chains: int, rng: np.random.Generato
             logp = np.where(y[:, None], model.mu[sl] + model.theta[sl], model.mu[sl])
         else:
             logp = np.zeros((n_chains, K))
-        chains[:, j] = _categorical(logp, rng)
+        chains[:, j] = _categorical(logp.T, rng)
     return chains
 
 
 def _categorical(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One draw per row of softmax(logits), by inverse CDF."""
-    p = np.exp(logits - logits.max(axis=1, keepdims=True))
-    cdf = np.cumsum(p, axis=1)
-    u = rng.random(len(p)) * cdf[:, -1]
-    return np.minimum((cdf < u[:, None]).sum(axis=1), p.shape[1] - 1)
+    """One draw per column of softmax(logits) (categories along axis 0, one column per chain), by
+    inverse CDF. The (K, n) layout makes the max, the cumulative sum and the count run across
+    chains on contiguous rows (2.3x faster than along the rows of an (n, K) array)."""
+    p = logits - logits.max(axis=0)
+    np.exp(p, out=p)
+    np.cumsum(p, axis=0, out=p)
+    u = rng.random(p.shape[1], dtype=p.dtype) * p[-1]
+    return np.minimum((p < u).sum(axis=0, dtype=np.int64), p.shape[0] - 1)
 
 
 class _Gibbs:
@@ -315,36 +330,48 @@ class _Gibbs:
     def interaction(self, vec: np.ndarray) -> np.ndarray:
         """W with W[off_g + l, off_f + k] = the log-potential that state l of g adds to state k of f
         (pair tables), and W[off_f + j, off_f + k] = single_f[k] for every j."""
-        W = np.zeros((self.width, self.width))
-        dom = self.layout.domain
+        if not hasattr(self, "_targets"):
+            self._index()
+        flat = np.bincount(self._targets, weights=vec[self._sources], minlength=self.width * self.width)
+        return flat.reshape(self.width, self.width)
+
+    def _index(self) -> None:
+        """Where each parameter lands in W (flat target positions and the slots they read), built
+        once per layout so that :meth:`interaction` is one ``bincount``."""
+        dom, w = self.layout.domain, self.width
+        targets, sources = [], []
         for scope, sl in zip(self.layout.scopes, self.layout.cell_slots):
             f = dom.index(scope[0])
-            bf = slice(self.off[f], self.off[f] + self.cards[f])
+            rf = self.off[f] + np.arange(self.cards[f])
             if len(scope) == 1:
-                W[bf, bf] += vec[sl][None, :]
+                targets.append((rf[:, None] * w + rf[None, :]).ravel())
+                sources.append(np.broadcast_to(sl[None, :], (len(rf), len(rf))).ravel())
             else:
                 g = dom.index(scope[1])
-                bg = slice(self.off[g], self.off[g] + self.cards[g])
-                T = vec[sl].reshape(self.cards[f], self.cards[g])
-                W[bg, bf] += T.T
-                W[bf, bg] += T
-        return W
+                rg = self.off[g] + np.arange(self.cards[g])
+                cell = sl.reshape(len(rf), len(rg))
+                targets += [(rg[None, :] * w + rf[:, None]).ravel(), (rf[:, None] * w + rg[None, :]).ravel()]
+                sources += [cell.ravel(), cell.ravel()]
+        self._targets = np.concatenate(targets) if targets else np.zeros(0, np.int64)
+        self._sources = np.concatenate(sources) if sources else np.zeros(0, np.int64)
 
     def sweep(self, chains: np.ndarray, y: np.ndarray, Wmu: np.ndarray, Wth: np.ndarray, rng: np.random.Generator) -> None:
         n = len(chains)
-        # float32 halves the cost of the products; logits are O(10), far from float32's limits
-        H = np.zeros((n, self.width), dtype=np.float32)
-        rows = np.arange(n)
-        H[rows[:, None], self.off[None, :] + chains] = 1.0
-        yf = y.astype(np.float32)[:, None]
+        # float32 halves the cost of the products; logits are O(10), far from float32's limits.
+        # One-hot states are held transposed (width x chains) so each feature's logits come out as
+        # (K, chains), the layout _categorical reduces fastest.
+        onehot = np.zeros((self.width, n), dtype=np.float32)
+        cols = np.arange(n)
+        onehot[self.off[None, :] + chains, cols[:, None]] = 1.0
+        yf = y.astype(np.float32)
         W = np.concatenate([Wmu, Wth], axis=1).astype(np.float32)
         for f in range(len(self.cards)):
             K, o = int(self.cards[f]), int(self.off[f])
-            block = np.concatenate([W[:, o : o + K], W[:, self.width + o : self.width + o + K]], axis=1)
-            L = H @ block
-            new = _categorical(L[:, :K] + yf * L[:, K:], rng)
-            H[:, o : o + K] = 0.0
-            H[rows, o + new] = 1.0
+            block = np.concatenate([W[:, o : o + K], W[:, self.width + o : self.width + o + K]], axis=1).T.copy()
+            L = block @ onehot
+            new = _categorical(L[:K] + yf * L[K:], rng)
+            onehot[o : o + K] = 0.0
+            onehot[o + new, cols] = 1.0
             chains[:, f] = new
 
 
@@ -579,6 +606,8 @@ class _Update:
         C_t = obs.C if not obs.noisy else float(np.clip(obs.C, 0.5, n - 0.5))
         g0 = n * sig_sum / count - C_t
         model.theta0 -= float(np.clip(self.step_theta * g0 / max(n * sig_var / count, 1.0), -self.max_step, self.max_step))
+        noise = np.sqrt(2 / np.pi) * (np.sqrt(np.maximum(d_hat, scale) * scale).sum() + np.sqrt(np.maximum(h_th, scale) * scale).sum())
+        self.z = float((np.abs(g_mu).sum() + np.abs(g_th).sum()) / noise)
         return {"d_error": float(np.abs(d_hat - d_t).sum() / (n * T)), "c_error": float(np.abs(c_hat - c_t).sum() / (n * T)),
                 "step_size": float(np.abs(self.step_theta * dir_th).max())}
 
