@@ -7,7 +7,9 @@ Rows
                quadratic shape (one-hot singles plus every pair cross) trained on the raw rows; L2
                chosen on a 20% validation split of train over 2^k, k = -2..8 (per-record loss sum +
                lambda ||w||^2), then refit on all of train: the skyline
-  MaxEnt MRF   ppgm's MaxEntClassifier from the aggregates only (defaults: 10k chains, 500 steps)
+  MaxEnt MRF   ppgm's MaxEntClassifier from the aggregates only (defaults: 8k chains, 300 steps of
+               1.5 / T), and once with the earlier defaults (10k chains, 500 steps of 1 / T); time
+               ratio = its fit time over the logistic fit's (median of 3 fits, same process)
   Naive Bayes  the closed form of the single-feature tables (pseudo-count 0.5)
   B2f          the best single pair table used as a classifier (its cells' positive rates, shrunk
                to the base rate with 2 pseudo-records): the best over all pairs on the test split,
@@ -69,10 +71,12 @@ def logistic_skyline(agg, train, test, seed=0):
         if score > best[0]:
             best = (score, lam)
     t_grid = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    m = LogisticRegression(C=1 / (2 * best[1]), max_iter=200).fit(Xtr, ytr)
-    t_fit = time.perf_counter() - t0
-    return nllh(yte, m.predict_proba(Xte)[:, 1]), best[1], t_fit, t_grid
+    times = []
+    for _ in range(3):  # the first fit is cold; the median of three is what the ratios use
+        t0 = time.perf_counter()
+        m = LogisticRegression(C=1 / (2 * best[1]), max_iter=200).fit(Xtr, ytr)
+        times.append(time.perf_counter() - t0)
+    return nllh(yte, m.predict_proba(Xte)[:, 1]), best[1], float(np.median(times)), t_grid
 
 
 def naive_bayes(agg, test):
@@ -108,22 +112,27 @@ def adult(args):
         f"Adult: {len(train):,} train / {len(test):,} test rows, {len(agg.features)} features "
         f"(cardinalities {min(agg.domain.cards)}-{max(agg.domain.cards)}), {len(agg)} aggregated tables.",
         "",
-        "| model | trained on | test NLLH | time (s) | notes |",
-        "|---|---|---|---|---|",
+        "| model | trained on | test NLLH | time (s) | time / logistic | notes |",
+        "|---|---|---|---|---|---|",
     ]
     lg, lam, t_lg, t_grid = logistic_skyline(agg, train, test)
-    lines.append(f"| Logistic (skyline) | raw rows | {lg:.4f} | {t_lg:.1f} | L2 = {lam:g} chosen on validation ({t_grid:.0f} s for the grid) |")
+    lines.append(f"| Logistic (skyline) | raw rows | {lg:.4f} | {t_lg:.2f} | 1 | L2 = {lam:g} chosen on validation ({t_grid:.0f} s for the grid); median of 3 fits |")
     scores = []
-    for seed in args.seeds:
-        clf = MaxEntClassifier(seed=seed, progress=False)
+    T = len(agg)
+    runs = [(seed, {}) for seed in args.seeds] + [(args.seeds[0], dict(n_chains=10_000, max_iter=500, step_mu=1 / T, step_theta=1 / T))]
+    for seed, kw in runs:
+        clf = MaxEntClassifier(seed=seed, progress=False, **kw)
         t0 = time.perf_counter()
         clf.fit(agg)
         t_me = time.perf_counter() - t0
-        scores.append(clf.score(test))
-        lines.append(f"| MaxEnt MRF (ours), seed {seed} | aggregates only | {scores[-1]:.4f} | {t_me:.1f} | {clf.n_chains:,} chains, {clf.max_iter} steps; gap to the skyline {lg - scores[-1]:+.4f} |")
-    lines.append(f"| Naive Bayes | single tables | {naive_bayes(agg, test):.4f} | 0.0 | closed form |")
+        score = clf.score(test)
+        what = "defaults" if not kw else "earlier defaults: 1 / T steps"
+        lines.append(f"| MaxEnt MRF (ours), seed {seed} | aggregates only | {score:.4f} | {t_me:.1f} | {t_me / t_lg:.1f}x | {clf.n_chains:,} chains, {clf.max_iter} steps ({what}); gap to the skyline {lg - score:+.4f} |")
+        if not kw:
+            scores.append(score)
+    lines.append(f"| Naive Bayes | single tables | {naive_bayes(agg, test):.4f} | 0.0 | | closed form |")
     score, pair = b2f(agg, test)
-    lines.append(f"| B2f | one pair table | {score:.4f} | 0.0 | best pair {pair} |")
+    lines.append(f"| B2f | one pair table | {score:.4f} | 0.0 | | best pair {pair} |")
     lines += ["", "Authors' figures on this split: Logistic 0.421, MRF 0.416-0.419, Naive Bayes 0.21-0.24, B2f 0.297."]
     return "\n".join(lines), agg, train, test
 
