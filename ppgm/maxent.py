@@ -269,7 +269,8 @@ def shard_step(shard: ChainShard, layout: "MaxEntLayout", mu: np.ndarray, theta:
 def _pcd_step(shard: ChainShard, layout: "MaxEntLayout", mu: np.ndarray, theta: np.ndarray, theta0: float) -> tuple:
     """:func:`shard_step` on a copy of the shard: blocks are values, never changed in place (an
     executor may run a step twice, or keep the previous shard)."""
-    own = ChainShard(shard.chains.copy(), copy.deepcopy(shard.rng), None if shard.slots is None else shard.slots.copy())
+    # the chains are swept in place, so they are copied; the slots are replaced, never written into
+    own = ChainShard(shard.chains.copy(), copy.deepcopy(shard.rng), shard.slots)
     return shard_step(own, layout, mu, theta, theta0)
 
 
