@@ -38,13 +38,17 @@ OPTIMAL = ("optimal",)
 
 @dataclass
 class Divergence:
-    """One tolerance constraint: the divergence of the model's marginal on ``scope`` from the data's."""
+    """One tolerance constraint: the divergence of the model's marginal on ``scope`` from the data's.
+
+    ``expr`` is its scalar cvxpy expression, or None where the program holds its divergences as
+    vectors (see :meth:`ConvexProgram._divergence_vectors`).
+    """
 
     scope: tuple
     kind: str
     n: float
     dof: int
-    expr: Any
+    expr: Any = None
     marginal: Any = None  # discrete programs: the model's marginal on the scope (a cvxpy expression)
 
     def weight(self, p: float) -> float:
@@ -122,12 +126,27 @@ def solve(problem: cp.Problem, solver: str | None = None, **options) -> SolveRep
     return report
 
 
+#: Upper bound on s while INI runs (the tolerances are unit-free; s~ beyond it means statistics that
+#: no model comes near, reported by INI as infeasible).
+S_CAP = 1e6
+
+
 class ConvexProgram:
     """Shared machinery of the Gaussian and discrete MER / INI programs.
 
     Subclasses set ``variables``, ``divergences`` (list of :class:`Divergence`), ``structure`` (the
     constraints that make the moments a consistent model), ``entropy`` (a concave cvxpy expression)
-    and implement ``_finish(result)``.
+    and implement ``_finish(result)``; they may hold their divergences as vectors
+    (``_divergence_vectors``) and compute their values at the solution (``_divergence_values``).
+
+    INI and MER are one compiled cvxpy problem, ``problem``::
+
+        minimise   a * s - b * entropy
+        subject to structure,  divergence_i <= (gamma + s) * w_i,  0 <= s <= s_cap
+
+    with Parameters a, b, gamma and s_cap: INI is a = 1, b = 0, gamma = 0 (s free); MER is a = 0,
+    b = 1, s_cap = 0 (s = 0) at the requested gamma. Every solve after the first re-uses the
+    compiled problem (cvxpy's DPP), whichever of the two it is and whatever gamma.
     """
 
     kind = ""
@@ -142,22 +161,60 @@ class ConvexProgram:
             raise ValueError(f"p: expected an exponent in (0, 1], got {p!r}")
         self.p = float(p)
         self.weights = np.array([d.weight(self.p) for d in self.divergences])
-        self.gamma = cp.Parameter(nonneg=True, name="gamma")
+        self.gamma = cp.Parameter(nonneg=True, name="gamma", value=0.0)
         self.s = cp.Variable(nonneg=True, name="s")
-        self._div = [d.expr for d in self.divergences]
-        self.tolerance_constraints = [e <= self.gamma * w for e, w in zip(self._div, self.weights)]
-        self.mer_problem = cp.Problem(cp.Maximize(self.entropy), self.structure + self.tolerance_constraints)
-        self._ini_constraints = [e <= self.s * w for e, w in zip(self._div, self.weights)]
-        self.ini_problem = cp.Problem(cp.Minimize(self.s), self.structure + self._ini_constraints)
+        self._ini_weight = cp.Parameter(nonneg=True, name="ini_weight", value=1.0)
+        self._entropy_weight = cp.Parameter(nonneg=True, name="entropy_weight", value=0.0)
+        self._s_cap = cp.Parameter(nonneg=True, name="s_cap", value=S_CAP)
+        self._vectors = self._divergence_vectors()
+        self.tolerance_constraints = []
+        for expr, rows in self._vectors:
+            w = self.weights[rows]
+            self.tolerance_constraints.append(expr <= self.gamma * w + self.s * w)
+        objective = cp.Minimize(self._ini_weight * self.s - self._entropy_weight * self.entropy)
+        self.problem = cp.Problem(objective, self.structure + self.tolerance_constraints + [self.s <= self._s_cap])
         self._s_tilde: float | None = None
+
+    @property
+    def mer_problem(self) -> cp.Problem:
+        """The compiled problem (shared with INI; see the class docstring)."""
+        return self.problem
+
+    @property
+    def ini_problem(self) -> cp.Problem:
+        """The compiled problem (shared with MER; see the class docstring)."""
+        return self.problem
+
+    def _divergence_vectors(self) -> list:
+        """(vector expression, row indices into ``divergences``) pairs covering every divergence
+        once; by default one vector of the scalar expressions."""
+        return [(cp.hstack([d.expr for d in self.divergences]), np.arange(len(self.divergences)))]
+
+    def _divergence_values(self) -> np.ndarray:
+        """The divergences at the current solution, in ``divergences`` order."""
+        out = np.empty(len(self.divergences))
+        for expr, rows in self._vectors:
+            out[rows] = np.ravel(expr.value)
+        return out
+
+    def _as_ini(self) -> None:
+        self._ini_weight.value, self._entropy_weight.value = 1.0, 0.0
+        self.gamma.value, self._s_cap.value = 0.0, S_CAP
+
+    def _as_mer(self, gamma: float) -> None:
+        self._ini_weight.value, self._entropy_weight.value = 0.0, 1.0
+        self.gamma.value, self._s_cap.value = float(gamma), 0.0
 
     # ----------------------------------------------------------------------------------------------
     def ini(self, solver: str | None = None, **options) -> "MERResult":
         """Solve INI: the smallest tolerance scale s~ for which the statistics admit a consistent model."""
-        report = solve(self.ini_problem, solver, **options)
+        self._as_ini()
+        report = solve(self.problem, solver, **options)
+        if report.status in ("infeasible", "infeasible_inaccurate"):
+            raise RuntimeError(f"INI reported {report.status}: no model meets the statistics within s <= {S_CAP:g}")
         s_tilde = max(float(self.s.value), 0.0)  # type: ignore[arg-type]  # solved
         self._s_tilde = s_tilde
-        return self._result("ini", s_tilde, s_tilde, report, self.ini_problem, self._ini_constraints)
+        return self._result("ini", s_tilde, s_tilde, report)
 
     def s_tilde(self, solver: str | None = None) -> float:
         if self._s_tilde is None:
@@ -174,18 +231,21 @@ class ConvexProgram:
         """Solve MER at ``gamma`` (or ``gamma_ratio * s~``, or the default rule of :func:`choose_gamma`)."""
         s_tilde = self.s_tilde(solver)
         gamma, rule = choose_gamma(s_tilde, gamma, gamma_ratio)
-        self.gamma.value = gamma
-        report = solve(self.mer_problem, solver, **options)
+        self._as_mer(gamma)
+        report = solve(self.problem, solver, **options)
         if report.status in ("infeasible", "infeasible_inaccurate"):
             raise RuntimeError(f"MER reported {report.status} at gamma={gamma:.6g} although INI gave s~={s_tilde:.6g}")
-        result = self._result("mer", gamma, s_tilde, report, self.mer_problem, self.tolerance_constraints)
+        result = self._result("mer", gamma, s_tilde, report)
         result.notes.insert(0, rule)
         return result
 
     # ----------------------------------------------------------------------------------------------
-    def _result(self, program: str, gamma: float, s_tilde: float, report: SolveReport, problem, constraints) -> "MERResult":
-        duals = np.array([np.nan if c.dual_value is None else c.dual_value for c in constraints], float)
-        values = np.array([float(e.value) for e in self._div])
+    def _result(self, program: str, gamma: float, s_tilde: float, report: SolveReport, problem=None) -> "MERResult":
+        duals = np.full(len(self.divergences), np.nan)
+        for (expr, rows), c in zip(self._vectors, self.tolerance_constraints):
+            if c.dual_value is not None:
+                duals[rows] = np.ravel(c.dual_value)
+        values = self._divergence_values()
         tol = gamma * self.weights
         active = values >= tol * (1 - ACTIVE_RTOL) - 1e-12
         table = [
@@ -203,7 +263,7 @@ class ConvexProgram:
             status=report.status,
             solver=report.solver,
             solve_seconds=report.seconds,
-            problem=problem,
+            problem=self.problem if problem is None else problem,
             notes=list(report.notes),
         )
         self._finish(result)

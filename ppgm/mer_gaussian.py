@@ -33,12 +33,6 @@ from .sample_sets import Moments
 GRAPH_TOL = 0.05
 
 
-def _log_det_2x2(a, b, c):
-    """log(a c - b^2) as log a + log(c - b^2 / a): concave and DCP (needs a > 0)."""
-    # (the reshape works around cvxpy 1.9 giving quad_over_lin's epigraph variable shape (1,))
-    return cp.log(a) + cp.sum(cp.log(cp.reshape(c - cp.quad_over_lin(b, a), (1,), order="C")))
-
-
 class GaussianMER(ConvexProgram):
     """MER / INI for zero-mean Gaussian models from node variances and edge covariances.
 
@@ -119,23 +113,39 @@ class GaussianMER(ConvexProgram):
             structure.append(block - E @ T @ E.T >> 0)
             entropy = entropy + (cp.log_det(T) if r > 1 else cp.log(T[0, 0]))
         self.entropy = entropy
+        # The divergences as two vectors (one atom per kind, not one per statistic: cvxpy compiles
+        # in time proportional to the atoms). Edge log-determinants use an epigraph variable u_e <=
+        # c - b^2 / a, the Schur complement of the 2 x 2 block [[a, b], [b, c]], held by one
+        # second-order cone: [[a, b], [b, c - u]] >= 0  <=>  a + c - u >= ||(2 b, a - c + u)||.
+        self.divergences = [Divergence(m.variables, "node", m.n, 1) for m in nodes]
+        node_ids = np.array([index[(pos[m.variables[0]],) * 2] for m in nodes], dtype=np.int64)
+        self._node_q = np.array([float(m.covariance[0, 0]) for m in nodes])
+        self._node_ids = node_ids
+        pv = self.x[node_ids]
+        node_div = 0.5 * (cp.multiply(1.0 / self._node_q, pv) - cp.log(pv) + np.log(self._node_q) - 1)
+        self._vector_rows = [(node_div, np.arange(len(nodes)))]
+        if edges:
+            triples, inverses, logdets = [], [], []
+            for m in edges:
+                i, j = (pos[v] for v in m.variables)
+                Q = m.covariance if i < j else m.covariance[::-1, ::-1]
+                i, j = min(i, j), max(i, j)
+                triples.append((index[(i, i)], index[(i, j)], index[(j, j)]))
+                inverses.append(np.linalg.inv(Q))
+                logdets.append(np.linalg.slogdet(Q)[1])
+                self.divergences.append(Divergence(tuple(self.variables[t] for t in (i, j)), "edge", m.n, 3))
+            ids = np.array(triples, dtype=np.int64)
+            Qi = np.array(inverses)
+            self._edge_ids, self._edge_qinv, self._edge_logdet = ids, Qi, np.array(logdets)
+            k = len(edges)
+            coef = np.stack([Qi[:, 0, 0], 2 * Qi[:, 0, 1], Qi[:, 1, 1]], axis=1)
+            trace_map = sp.csr_matrix((coef.ravel(), (np.repeat(np.arange(k), 3), ids.ravel())), shape=(k, len(index)))
+            a, b, c = self.x[ids[:, 0]], self.x[ids[:, 1]], self.x[ids[:, 2]]
+            u = cp.Variable(k, name="edge_schur")
+            structure.append(cp.SOC(a + c - u, cp.vstack([2 * b, a - c + u]), axis=0))
+            edge_div = 0.5 * (trace_map @ self.x - cp.log(a) - cp.log(u) + self._edge_logdet - 2)
+            self._vector_rows.append((edge_div, len(nodes) + np.arange(k)))
         self.structure = structure
-        self.divergences = []
-        for m in nodes:
-            (v,) = m.variables
-            q = float(m.covariance[0, 0])
-            pv = self._entry(pos[v], pos[v])
-            expr = 0.5 * (pv / q - cp.log(pv) + np.log(q) - 1)
-            self.divergences.append(Divergence(m.variables, "node", m.n, 1, expr))
-        for m in edges:
-            i, j = (pos[v] for v in m.variables)
-            Q = m.covariance if i < j else m.covariance[::-1, ::-1]
-            i, j = min(i, j), max(i, j)
-            Qi = np.linalg.inv(Q)
-            a, b, c = self._entry(i, i), self._entry(i, j), self._entry(j, j)
-            trace = Qi[0, 0] * a + 2 * Qi[0, 1] * b + Qi[1, 1] * c
-            expr = 0.5 * (trace - _log_det_2x2(a, b, c) + np.linalg.slogdet(Q)[1] - 2)
-            self.divergences.append(Divergence(tuple(self.variables[t] for t in (i, j)), "edge", m.n, 3, expr))
         self._setup(p)
 
     @classmethod
@@ -167,6 +177,22 @@ class GaussianMER(ConvexProgram):
         """
         variables = [m.variables[0] for m in nodes]
         return cls(variables, nodes, edges, means=means, **kwargs)
+
+    def _divergence_vectors(self) -> list:
+        return self._vector_rows
+
+    def _divergence_values(self) -> np.ndarray:
+        """KL divergences at the solution, computed from the covariance entries (the cone's epigraph
+        variable is slack where a constraint is inactive, so the expressions would overstate them)."""
+        x = np.asarray(self.x.value, float)
+        pv = x[self._node_ids]
+        out = [0.5 * (pv / self._node_q - np.log(pv) + np.log(self._node_q) - 1)]
+        if len(self._vector_rows) > 1:
+            a, b, c = (x[self._edge_ids[:, t]] for t in range(3))
+            Qi = self._edge_qinv
+            trace = Qi[:, 0, 0] * a + 2 * Qi[:, 0, 1] * b + Qi[:, 1, 1] * c
+            out.append(0.5 * (trace - np.log(a * c - b * b) + self._edge_logdet - 2))
+        return np.concatenate(out)
 
     def _entry(self, a: int, b: int):
         return self.x[self.index[(min(a, b), max(a, b))]]
