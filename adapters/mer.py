@@ -31,11 +31,12 @@ KINDS = ("gaussian", "discrete")
 class MERFit(MERResult):
     """A :class:`ppgm.mer.MERResult` with the domain it was fitted on and pgmpy exports.
 
-    ``fit.program_`` is the compiled convex program: ``fit.refit(gamma=..., solver=...)`` re-solves
-    it at another tolerance or with another solver without rebuilding. ``fit.problem`` is its cvxpy
-    ``Problem``, shared by every fit of the same program; gamma is the cvxpy ``Parameter``
-    ``fit.program_.gamma``, which holds the value of the latest solve: set it to ``fit.gamma``
-    before calling ``fit.problem.solve(...)`` yourself.
+    ``fit.program_`` is the compiled convex program (INI and MER are one cvxpy problem with
+    Parameters): ``fit.refit(gamma=..., solver=...)`` re-solves it at another tolerance or with
+    another solver without recompiling, and ``fit.resolve(constraints=[...])`` adds constraints of
+    your own (on ``fit.program_.covariance(a, b)`` or ``fit.program_.marginal(scope)``) and returns
+    a new fit. ``fit.problem`` is the cvxpy ``Problem`` that was solved; its Parameters hold the
+    values of the program's latest solve, so re-solve through ``refit`` / ``resolve``.
 
     Parameters
     ----------
@@ -87,6 +88,46 @@ class MERFit(MERResult):
         True
         """
         return MERFit._wrap(self.program_.mer(gamma, gamma_ratio, solver), self.domain, self.program_)
+
+    def resolve(self, constraints: Sequence, gamma: float | None = None, solver: str | None = None) -> "MERFit":
+        """MER with constraints of your own added, as a new fit (this one is unchanged).
+
+        Parameters
+        ----------
+        constraints : list of cvxpy constraints
+            On this program's variables: ``fit.program_.covariance(a, b)`` (Gaussian, data units)
+            or ``fit.program_.marginal(variables)`` (discrete, a flat C-order table).
+        gamma : float, optional
+            Default: this fit's gamma.
+        solver : str, optional
+
+        Returns
+        -------
+        MERFit
+
+        Raises
+        ------
+        TypeError, ValueError
+            Not a list of cvxpy constraints, or constraints on another program's variables.
+        RuntimeError
+            No model meets both the tolerances and the constraints at this gamma.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.normal(size=(400, 3)); x[:, 1] += x[:, 0]; x[:, 2] -= x[:, 1]
+        >>> df = pd.DataFrame(x, columns=["a", "b", "c"])
+        >>> fit = mer([df[["a", "b"]].iloc[:200], df[["b", "c"]].iloc[200:]], gamma_ratio=2)
+        >>> round(float(fit.covariance[0, 1]), 3)
+        1.025
+        >>> capped = fit.resolve([fit.program_.covariance("a", "b") <= 0.9], gamma=0.05)
+        >>> round(float(capped.covariance[0, 1]), 3), capped.status
+        (0.9, 'optimal')
+        """
+        if self.program_ is None:
+            raise ValueError("resolve: this fit carries no program (program_ is None)")
+        result = self.program_.resolve(constraints, self.gamma if gamma is None else gamma, solver)
+        return MERFit._wrap(result, self.domain, self.program_)
 
     def constraints_frame(self) -> pd.DataFrame:
         """The constraints as a DataFrame: scope, kind, n, dof, tolerance, divergence, dual value, active.

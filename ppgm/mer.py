@@ -73,8 +73,9 @@ def solve(problem: cp.Problem, solver: str | None = None, **options) -> SolveRep
     set is thin, e.g. gamma just above s~), Clarabel once more with shorter steps
     (``max_step_fraction=0.8``) and more iterations; then SCS. Any status other than "optimal" is
     reported in ``notes`` (an "optimal_inaccurate" answer is returned, never hidden). With an
-    explicit ``solver`` only that solver runs. Raises ``RuntimeError`` when no attempt produced a
-    solution.
+    explicit ``solver`` only that solver runs. A certificate of infeasibility (or unboundedness) is
+    returned as the report's status, for the caller to explain; ``RuntimeError`` when no attempt
+    produced a solution or a certificate.
 
     Examples
     --------
@@ -110,6 +111,10 @@ def solve(problem: cp.Problem, solver: str | None = None, **options) -> SolveRep
         if status in ("infeasible", "unbounded"):
             break
     report = SolveReport(status="", solver="", seconds=time.perf_counter() - start, attempts=attempts)
+    if best is None and attempts[-1][2] in ("infeasible", "unbounded"):
+        # a certificate, not a failure: the caller says what it means for its program
+        report.status, report.solver = attempts[-1][2], attempts[-1][0]
+        return report
     if best is None:
         raise RuntimeError(f"no solver reached a solution: {[(a[0], a[2]) for a in attempts]}")
     if best[1] == "optimal_inaccurate" and problem.status != "optimal_inaccurate":
@@ -237,6 +242,66 @@ class ConvexProgram:
             raise RuntimeError(f"MER reported {report.status} at gamma={gamma:.6g} although INI gave s~={s_tilde:.6g}")
         result = self._result("mer", gamma, s_tilde, report)
         result.notes.insert(0, rule)
+        return result
+
+    def resolve(self, constraints: Sequence, gamma: float, solver: str | None = None, **options) -> "MERResult":
+        """MER at ``gamma`` with ``constraints`` of your own added (cvxpy constraints on this
+        program's variables, e.g. :meth:`GaussianMER.covariance` or :meth:`DiscreteMER.marginal`).
+
+        The added constraints make a new cvxpy problem (compiled once for this call); the program's
+        own problem is left as it was. Duals in the result are those of the tolerance constraints
+        in the new problem.
+
+        Parameters
+        ----------
+        constraints : sequence of cvxpy constraints
+        gamma : float
+            The tolerance scale (at least INI's s~).
+        solver : str, optional
+            As in :meth:`mer`.
+
+        Returns
+        -------
+        MERResult
+            ``problem`` is the new problem; ``notes`` say how many constraints were added.
+
+        Raises
+        ------
+        TypeError
+            An element of ``constraints`` is not a cvxpy constraint.
+        ValueError
+            A constraint uses variables of another program, or gamma is below s~.
+
+        Examples
+        --------
+        >>> from ppgm.mer_gaussian import GaussianMER
+        >>> from ppgm.sample_sets import Moments
+        >>> nodes = [Moments((v,), np.eye(1), 200) for v in "ab"]
+        >>> prog = GaussianMER("ab", nodes, [Moments(("a", "b"), [[1, .6], [.6, 1]], 200)])
+        >>> res = prog.resolve([prog.covariance("a", "b") <= 0.5], gamma=0.05)
+        >>> round(float(res.covariance[0, 1]), 3)
+        0.5
+        """
+        if isinstance(constraints, cp.constraints.constraint.Constraint) or not isinstance(constraints, (list, tuple)):
+            raise TypeError("constraints: expected a list of cvxpy constraints")
+        own = {v.id for v in self.problem.variables()}
+        for k, c in enumerate(constraints):
+            if not isinstance(c, cp.constraints.constraint.Constraint):
+                raise TypeError(f"constraints[{k}]: expected a cvxpy constraint, got {type(c).__name__}")
+            foreign = [v.name() for v in c.variables() if v.id not in own]
+            if foreign:
+                raise ValueError(f"constraints[{k}]: uses variables that are not this program's: {foreign}")
+        s_tilde = self.s_tilde(solver)
+        gamma, rule = choose_gamma(s_tilde, gamma, None)
+        self._as_mer(gamma)
+        problem = cp.Problem(self.problem.objective, self.problem.constraints + list(constraints))
+        report = solve(problem, solver, **options)
+        if report.status in ("infeasible", "infeasible_inaccurate"):
+            raise RuntimeError(f"MER with the added constraints is {report.status} at gamma={gamma:.6g}: "
+                               "no model meets both the tolerances and the constraints (try a larger gamma)")
+        result = self._result("mer", gamma, s_tilde, report, problem)
+        result.notes.insert(0, rule)
+        result.notes.append(f"{len(constraints)} constraint(s) of your own added to the program")
         return result
 
     # ----------------------------------------------------------------------------------------------

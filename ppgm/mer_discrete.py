@@ -130,6 +130,38 @@ class DiscreteMER(ConvexProgram):
             self.divergences.append(Divergence(m.variables, kind, float(m.n), dof, cp.sum(cp.rel_entr(marg, q)), marg))
         self._setup(p)
 
+    def marginal(self, variables: Sequence):
+        """The model's marginal table over ``variables`` as a cvxpy expression (a flat vector in C
+        order over ``variables`` as given), for constraints of your own (see :meth:`resolve`).
+
+        Parameters
+        ----------
+        variables : sequence
+            Variables inside one clique of the program's junction tree.
+
+        Returns
+        -------
+        cvxpy.Expression
+
+        Raises
+        ------
+        KeyError
+            An unknown variable, or variables that share no clique.
+
+        Examples
+        --------
+        >>> from ppgm.measurement import Measurement
+        >>> d = Domain(("a", "b"), (2, 2))
+        >>> nodes = [Measurement((v,), np.array([60.0, 40.0]), n=100) for v in "ab"]
+        >>> prog = DiscreteMER(d, nodes, [Measurement(("a", "b"), np.array([[50.0, 10], [10, 30]]), n=100)])
+        >>> res = prog.resolve([prog.marginal(["a", "b"])[0] >= 0.45], gamma=0.5)
+        >>> round(float(res.marginals[("a", "b")][0, 0]), 3)
+        0.45
+        """
+        variables = tuple(self.domain.check(variables, "variables"))
+        home = self.tree.home(variables)
+        return _marginaliser(self.domain, self.tree.cliques[home], variables) @ self.mu[home]
+
     # ----------------------------------------------------------------------------------------------
     def _finish(self, result: MERResult) -> None:
         dom = self.domain

@@ -178,6 +178,43 @@ class GaussianMER(ConvexProgram):
         variables = [m.variables[0] for m in nodes]
         return cls(variables, nodes, edges, means=means, **kwargs)
 
+    def covariance(self, a: Hashable, b: Hashable):
+        """The model's covariance of variables ``a`` and ``b`` as a cvxpy expression, in the data's
+        units (for constraints of your own, see :meth:`resolve`); only pairs inside a clique of the
+        program's junction tree have one.
+
+        Parameters
+        ----------
+        a, b : hashable
+            Variables of the program.
+
+        Returns
+        -------
+        cvxpy.Expression
+
+        Raises
+        ------
+        KeyError
+            A variable is unknown, or the pair shares no clique (its covariance is not a variable of
+            the program: it follows from the others).
+
+        Examples
+        --------
+        >>> from ppgm.sample_sets import Moments
+        >>> nodes = [Moments((v,), np.eye(1) * 4, 200) for v in "ab"]
+        >>> prog = GaussianMER("ab", nodes, [Moments(("a", "b"), [[4, 2], [2, 4]], 200)])
+        >>> _ = prog.mer(gamma=0.05); round(float(prog.covariance("a", "b").value), 2)
+        2.23
+        """
+        pos = {v: i for i, v in enumerate(self.variables)}
+        for v, name in ((a, "a"), (b, "b")):
+            if v not in pos:
+                raise KeyError(f"{name}: {v!r} is not a variable of the program")
+        i, j = sorted((pos[a], pos[b]))
+        if (i, j) not in self.index:
+            raise KeyError(f"({a!r}, {b!r}) share no clique of the program's junction tree: their covariance is not a variable")
+        return float(self.scale[i] * self.scale[j]) * self.x[self.index[(i, j)]]
+
     def _divergence_vectors(self) -> list:
         return self._vector_rows
 

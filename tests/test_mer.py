@@ -25,7 +25,7 @@ def _gaussian_program(n=7, seed=0, extra=1, **kw):
     return GaussianMER(names, nodes, eds, means=means, **kw), nodes, eds, edges
 
 
-def _dense_gaussian(names, nodes, eds, p, gamma=None):
+def _dense_gaussian(names, nodes, eds, p, gamma=None, extra=None):
     """The same program with one dense n x n covariance and log_det (the form we avoid at scale)."""
     n = len(names)
     pos = {v: i for i, v in enumerate(names)}
@@ -43,6 +43,7 @@ def _dense_gaussian(names, nodes, eds, p, gamma=None):
         Qi = np.linalg.inv(m.covariance)
         d = 0.5 * (cp.trace(Qi @ Pe) - cp.log_det((Pe + Pe.T) / 2) + np.linalg.slogdet(m.covariance)[1] - 2)
         cons.append(d <= (gamma if gamma is not None else s) * (3 / m.n) ** p)
+    cons += extra(P) if extra is not None else []
     if gamma is None:
         prob = cp.Problem(cp.Minimize(s), cons)
     else:
@@ -137,7 +138,7 @@ def _discrete_program(seed=0, n=5, windows=((0, 1, 2), (2, 3, 4), (4, 0), (1, 3)
     return DiscreteMER(dom, nodes, eds, **kw), nodes, eds
 
 
-def _full_joint(prog, nodes, eds, gamma=None):
+def _full_joint(prog, nodes, eds, gamma=None, extra=None):
     """MER / INI over the full joint table (2^n cells): the brute-force reference."""
     dom = prog.domain
     X = np.array(list(itertools.product(*[range(c) for c in dom.cards])))
@@ -152,6 +153,7 @@ def _full_joint(prog, nodes, eds, gamma=None):
         q = (m.values.ravel() + prog.pseudo_count) / (m.values.sum() + prog.pseudo_count * m.values.size)
         w = ((m.values.size - 1) / m.n) ** prog.p
         cons.append(cp.sum(cp.rel_entr(A @ p, q)) <= (gamma if gamma is not None else s) * w)
+    cons += extra(p, X) if extra is not None else []
     prob = cp.Problem(cp.Minimize(s) if gamma is None else cp.Maximize(cp.sum(cp.entr(p))), cons)
     prob.solve(solver="CLARABEL")
     return prob, p.value, X
@@ -229,3 +231,69 @@ def test_gaussian_program_is_unit_free():
     const = [f.assign(X0=7.0) if "X0" in f.columns else f for f in frames]  # X0 constant wherever it is seen
     with pytest.raises(ValueError, match="constant"):
         mer(const)
+
+
+def test_ini_and_mer_share_one_compilation(monkeypatch):
+    prog, *_ = _gaussian_program(n=8)
+    built = []
+    original = cp.Problem._construct_chain
+
+    def counting(self, *args, **kwargs):
+        built.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cp.Problem, "_construct_chain", counting)
+    prog.ini()
+    first = prog.mer(gamma_ratio=2)
+    second = prog.mer(gamma_ratio=8)
+    prog.ini()  # INI again after MER: still the same compiled problem
+    assert len(built) == 1 and first.problem is second.problem is prog.problem
+    assert second.entropy > first.entropy and prog.s_tilde() == pytest.approx(first.s_tilde, rel=1e-6)
+
+
+def test_gaussian_resolve_with_a_user_constraint_matches_the_dense_program():
+    prog, nodes, eds, _ = _gaussian_program(n=7, seed=2)
+    free = prog.mer(gamma_ratio=3)
+    a, b = prog.variables[0], prog.variables[1]
+    cap = free.covariance[0, 1] - 0.1  # a cap that binds
+    res = prog.resolve([prog.covariance(a, b) <= cap], gamma=free.gamma)
+    prob, P, _ = _dense_gaussian(prog.variables, nodes, eds, prog.p, gamma=free.gamma, extra=lambda P: [P[0, 1] <= cap])
+    assert prob.status == "optimal" and res.status == "optimal"
+    np.testing.assert_allclose(res.covariance, P, atol=2e-4)
+    assert res.covariance[0, 1] == pytest.approx(cap, abs=1e-5)
+    assert res.entropy < free.entropy and res.problem is not prog.problem
+    assert any("constraint(s) of your own" in note for note in res.notes)
+    again = prog.mer(gamma=free.gamma)  # the program itself is unchanged
+    np.testing.assert_allclose(again.covariance, free.covariance, atol=1e-6)
+
+
+def test_discrete_resolve_with_a_user_constraint_matches_the_full_joint():
+    prog, nodes, eds = _discrete_program()
+    free = prog.mer(gamma_ratio=3)
+    scope = eds[0].variables
+    target = free.marginals[scope].ravel()[0] + 0.05
+    res = prog.resolve([prog.marginal(scope)[0] >= target], gamma=free.gamma)
+    idx = [prog.domain.index(v) for v in scope]
+
+    def extra(p, X):
+        return [cp.sum(p[np.flatnonzero((X[:, idx] == 0).all(axis=1))]) >= target]
+
+    prob, pj, X = _full_joint(prog, nodes, eds, gamma=free.gamma, extra=extra)
+    assert res.entropy == pytest.approx(prob.value, abs=1e-5)
+    assert res.marginals[scope].ravel()[0] == pytest.approx(target, abs=1e-6)
+
+
+def test_resolve_errors_name_the_argument():
+    prog, *_ = _gaussian_program(n=6)
+    other, *_ = _gaussian_program(n=6, seed=3)
+    a, b = prog.variables[:2]
+    with pytest.raises(TypeError, match="constraints: expected a list"):
+        prog.resolve(prog.covariance(a, b) <= 1, gamma=1.0)
+    with pytest.raises(TypeError, match=r"constraints\[0\]"):
+        prog.resolve([1.0], gamma=1.0)
+    with pytest.raises(ValueError, match=r"constraints\[0\]: uses variables that are not this program's"):
+        prog.resolve([other.covariance(a, b) <= 1], gamma=1.0)
+    with pytest.raises(RuntimeError, match="infeasible"):
+        prog.resolve([prog.covariance(a, b) >= 50], gamma=prog.s_tilde() * 1.5)
+    with pytest.raises(KeyError, match="not a variable"):
+        prog.covariance(a, "nope")
