@@ -255,6 +255,13 @@ class MERFit(MERResult):
         return bn
 
 
+#: Distinct values above which a column is not read as discrete states (a float column would make
+#: every value a state); bin it first, or declare its states with ``state_names``.
+MAX_STATES = 50
+#: Sample sets with fewer rows than this (or than twice their columns) get a warning.
+SMALL_SET = 10
+
+
 def _sample_sets(samples: Sequence[pd.DataFrame]) -> list[pd.DataFrame]:
     if isinstance(samples, pd.DataFrame):
         samples = [samples]
@@ -267,6 +274,85 @@ def _sample_sets(samples: Sequence[pd.DataFrame]) -> list[pd.DataFrame]:
         if len(df.columns) == 0:
             raise ValueError(f"samples[{k}]: has no columns")
     return samples
+
+
+def _value_kind(col: pd.Series) -> str:
+    if pd.api.types.is_bool_dtype(col):
+        return "boolean"
+    if pd.api.types.is_numeric_dtype(col):
+        return "numeric"
+    return "text"
+
+
+def check_sample_sets(samples: Sequence[pd.DataFrame], kind: str) -> None:
+    """The checks that pooling cannot make once the sets are merged: each raises or warns naming the
+    sets and columns concerned.
+
+    - the same rows passed twice (they would be counted twice): ``ValueError``;
+    - a column that is boolean, numeric or text in different sets (0/1 in one set and "0"/"1" in
+      another would make four states): ``ValueError``;
+    - two columns of one set that are exactly proportional (b = 2a: a singular covariance in that
+      set), Gaussian: ``ValueError``;
+    - a column constant in one set but varying in others, and a set with very few rows (its noisy
+      statistics raise s~ and with it the default gamma): ``UserWarning``.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame(np.random.default_rng(0).normal(size=(50, 2)), columns=["a", "b"])
+    >>> check_sample_sets([df, df], "gaussian")
+    Traceback (most recent call last):
+    ...
+    ValueError: samples[1]: the same rows as samples[0]; a set passed twice would be counted twice (concatenate sets to pool them)
+    """
+    import warnings
+
+    seen: dict = {}
+    kinds: dict = {}
+    for k, df in enumerate(samples):
+        key = (tuple(df.columns), df.shape, int(pd.util.hash_pandas_object(df, index=False).sum()))
+        if key in seen:
+            raise ValueError(f"samples[{k}]: the same rows as samples[{seen[key]}]; a set passed twice would be counted "
+                             "twice (concatenate sets to pool them)")
+        seen[key] = k
+        for c in df.columns:
+            kinds.setdefault(c, {}).setdefault(_value_kind(df[c]), []).append(k)
+        if len(df) < max(SMALL_SET, 2 * len(df.columns)):
+            warnings.warn(f"samples[{k}]: only {len(df)} rows over {len(df.columns)} columns; its statistics are noisy, "
+                          "raise INI's s~ and with it the default gamma (drop the set, or give gamma)", UserWarning, stacklevel=3)
+    for c, by_kind in kinds.items():
+        if len(by_kind) > 1:
+            where = "; ".join(f"{kd} in samples{sets}" for kd, sets in by_kind.items())
+            raise ValueError(f"samples: column {c!r} holds different kinds of values across sets ({where}); "
+                             "convert it to one type in every set")
+    varying = {c for df in samples for c in df.columns if df[c].nunique(dropna=True) > 1}
+    for k, df in enumerate(samples):
+        constant = [c for c in df.columns if df[c].nunique(dropna=True) <= 1 and c in varying and len(df) > 1]
+        if constant:
+            warnings.warn(f"samples[{k}]: columns {constant} are constant in this set but vary in others "
+                          "(a fill value?); the set pulls their statistics toward that constant", UserWarning, stacklevel=3)
+        if kind == "gaussian" and len(df) > 2:
+            x = df.apply(pd.to_numeric, errors="coerce").to_numpy(float)
+            sd = x.std(axis=0)
+            live = np.flatnonzero(sd > 0)
+            if len(live) > 1 and np.isfinite(x).all():
+                corr = np.corrcoef(x[:, live], rowvar=False)
+                i, j = np.nonzero(np.triu(np.abs(corr) > 1 - 1e-9, 1))
+                if len(i):
+                    pair = (df.columns[live[i[0]]], df.columns[live[j[0]]])
+                    raise ValueError(f"samples[{k}]: columns {pair} are exactly proportional in this set (correlation "
+                                     f"{corr[i[0], j[0]]:+.6f}); their covariance is singular: drop one of them")
+
+
+def _check_discrete_states(variables, samples, names: Mapping) -> None:
+    for v in variables:
+        if v in names:
+            continue
+        values = pd.concat([df[v] for df in samples if v in df.columns], ignore_index=True)
+        count = values.nunique(dropna=True)
+        if count > MAX_STATES:
+            raise ValueError(f"samples: variable {v!r} has {count} distinct values, more than MAX_STATES = {MAX_STATES} "
+                             f"states for kind='discrete' (a float column?); bin it first (e.g. pandas.cut) or declare "
+                             "its states with state_names")
 
 
 def build_program(
@@ -292,6 +378,7 @@ def build_program(
     if kind not in KINDS:
         raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
     samples = _sample_sets(samples)
+    check_sample_sets(samples, kind)
     if variables is None:
         variables = list(dict.fromkeys(c for df in samples for c in df.columns))
     variables = tuple(variables)
@@ -307,6 +394,7 @@ def build_program(
         tol = GAUSSIAN_GRAPH_TOL if graph_tol is None else graph_tol
         return GaussianMER(variables, nodes, edge_stats, p=p, graph_tol=tol, means=means), Domain(variables, (1,) * len(variables))
     names = dict(state_names or {})
+    _check_discrete_states(variables, samples, names)
     states = {}
     for v in variables:
         if v in names:

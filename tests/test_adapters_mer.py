@@ -75,3 +75,39 @@ def test_ini_and_input_errors():
         mer([pd.DataFrame({"a": ["u", "u", "u"], "b": ["x", "y", "x"]})], kind="discrete")
     with pytest.raises(TypeError, match="DataFrame"):
         mer([np.zeros((3, 2))])
+
+
+def test_sample_set_mistakes_get_clear_errors_or_warnings():
+    frames, _ = _gaussian_frames(n=6, seed=1)
+    with pytest.raises(ValueError, match=r"samples\[2\]: the same rows as samples\[1\]"):
+        ini([frames[0], frames[1], frames[1].copy()])
+    # a bool column in one set, numbers in the others
+    odd = frames[0].copy()
+    col = odd.columns[0]
+    odd[col] = odd[col] > 0
+    with pytest.raises(ValueError, match=rf"column '{col}' holds different kinds of values.*boolean in samples\[0\]"):
+        ini([odd] + frames[1:])
+    # 0/1 in one set, "0"/"1" in another: four states if read as they are
+    rng = np.random.default_rng(0)
+    a = pd.DataFrame({"u": rng.integers(0, 2, 300), "v": rng.integers(0, 2, 300)})
+    b = pd.DataFrame({"v": rng.integers(0, 2, 300).astype(str), "w": rng.integers(0, 2, 300)})
+    with pytest.raises(ValueError, match=r"column 'v' holds different kinds of values across sets \(numeric in samples\[0\]; text in samples\[1\]\)"):
+        ini([a, b], kind="discrete")
+    # b = 2a inside one set
+    twice = frames[0].copy()
+    c0, c1 = twice.columns[:2]
+    twice[c1] = 2 * twice[c0]
+    with pytest.raises(ValueError, match=rf"samples\[0\]: columns \('{c0}', '{c1}'\) are exactly proportional"):
+        ini([twice] + frames[1:])
+    # a column constant in one set only: a warning naming the set and the column
+    filled = frames[0].copy()
+    filled[c0] = 0.0
+    with pytest.warns(UserWarning, match=rf"samples\[0\]: columns \['{c0}'\] are constant in this set but vary in others"):
+        ini([filled] + frames[1:])
+    # a tiny extra set: a warning (it inflates s~, and the default gamma with it)
+    with pytest.warns(UserWarning, match=r"samples\[.+\]: only 4 rows"):
+        ini(frames + [frames[0].iloc[:4]])
+    # float columns read as discrete states: refused, with the way out
+    floats = pd.DataFrame({"x": rng.normal(size=500), "y": rng.integers(0, 2, 500)})
+    with pytest.raises(ValueError, match="'x' has 500 distinct values.*bin it first"):
+        ini([floats], kind="discrete")
