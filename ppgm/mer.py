@@ -33,6 +33,9 @@ from scipy import stats
 DEFAULT_GAMMA_RATIO = 10.0
 #: Relative slack below which a constraint counts as active.
 ACTIVE_RTOL = 1e-4
+#: A returned point whose divergence exceeds its tolerance by more than this fraction is reported
+#: "optimal_inaccurate", whatever the solver said.
+RESIDUAL_RTOL = 1e-3
 OPTIMAL = ("optimal",)
 
 
@@ -331,6 +334,15 @@ class ConvexProgram:
             problem=self.problem if problem is None else problem,
             notes=list(report.notes),
         )
+        # the solver's own status is not the last word: check the point it returned
+        excess = (values - tol) / np.maximum(tol, 1e-9)
+        worst = float(np.max(excess, initial=0.0))
+        if not np.all(np.isfinite(values)) or worst > RESIDUAL_RTOL:
+            bad = int(np.sum(excess > RESIDUAL_RTOL)) if np.all(np.isfinite(values)) else len(values)
+            result.notes.append(f"the solution exceeds {bad} tolerance constraint(s), by up to {worst:.2g} of the "
+                                "tolerance: read it as inaccurate")
+            if result.status == "optimal":
+                result.status = "optimal_inaccurate"
         self._finish(result)
         return result
 

@@ -254,14 +254,21 @@ class GaussianMER(ConvexProgram):
             raise ValueError("the program has no solution to read (solve it first)")
         J = np.zeros((n, n))
         logdet = 0.0
+        worst = np.inf
         for clique, sep in zip(self.tree.cliques, self.tree.separators):
             for scope, sign in ((clique, 1.0), (sep, -1.0)):
                 if not scope:
                     continue
                 ids = [pos[v] for v in scope]
                 block = np.array([[x[self.index[(min(a, b), max(a, b))]] for b in ids] for a in ids])
+                worst = min(worst, float(np.linalg.eigvalsh(block)[0]))
                 J[np.ix_(ids, ids)] += sign * np.linalg.inv(block)
                 logdet += sign * np.linalg.slogdet(block)[1]
+        if worst <= 0:
+            result.notes.append(f"a clique's covariance block is not positive definite (smallest eigenvalue {worst:.2g}): "
+                                "the solution is inaccurate")
+            if result.status == "optimal":
+                result.status = "optimal_inaccurate"
         J = (J + J.T) / 2
         inv_scale = 1.0 / self.scale  # back to the data's units: Sigma = D S D, J = D^-1 J_s D^-1
         J = J * np.outer(inv_scale, inv_scale)
