@@ -147,9 +147,17 @@ class MERFit(MERResult):
         """
         return pd.DataFrame(self.constraints)
 
-    def to_markov_network(self) -> DiscreteMarkovNetwork:
+    def to_markov_network(self, keep_all: bool = False) -> DiscreteMarkovNetwork:
         """pgmpy ``DiscreteMarkovNetwork`` of a discrete fit: node factors and one factor per edge of
-        ``graph`` (weaker interactions are dropped, their additive parts kept in the node factors).
+        ``graph`` (weaker interactions dropped, their additive parts kept in the node factors), or
+        with ``keep_all=True`` every pairwise factor the duals give, which reproduces the fitted
+        marginals.
+
+        Parameters
+        ----------
+        keep_all : bool
+            Keep the interactions at or below ``graph_tol`` too (the network is then the fitted
+            model itself, not its sparse reading).
 
         Returns
         -------
@@ -169,11 +177,16 @@ class MERFit(MERResult):
         """
         if self.kind != "discrete":
             raise ValueError("to_markov_network: this is a Gaussian fit; use precision / to_linear_gaussian_bn")
-        return markov_to_pgmpy(self.engine_model())
+        return markov_to_pgmpy(self.engine_model(keep_all))
 
-    def engine_model(self) -> MarkovNetwork:
+    def engine_model(self, keep_all: bool = False) -> MarkovNetwork:
         """The fitted discrete model as an engine :class:`~ppgm.markov.MarkovNetwork` (the factors of
         :meth:`to_markov_network`, as log-potentials).
+
+        Parameters
+        ----------
+        keep_all : bool
+            Every pairwise factor, not only the edges of ``graph``.
 
         Returns
         -------
@@ -185,11 +198,13 @@ class MERFit(MERResult):
         >>> mer([d], kind="discrete").engine_model().domain.variables
         ('a', 'b')
         """
+        if self.log_potentials is None:
+            raise ValueError("engine_model: this fit has no log-potentials (a Gaussian fit?)")
         keep = {frozenset(e) for e in self.graph.edges}
         factors = [
             Factor(scope, pot)
             for scope, pot in self.log_potentials.items()
-            if len(scope) == 1 or frozenset(scope) in keep
+            if len(scope) == 1 or keep_all or frozenset(scope) in keep
         ]
         return MarkovNetwork(self.domain, factors)
 

@@ -111,3 +111,21 @@ def test_sample_set_mistakes_get_clear_errors_or_warnings():
     floats = pd.DataFrame({"x": rng.normal(size=500), "y": rng.integers(0, 2, 500)})
     with pytest.raises(ValueError, match="'x' has 500 distinct values.*bin it first"):
         ini([floats], kind="discrete")
+
+
+def test_keep_all_reproduces_the_fitted_marginals_where_the_sparse_reading_drops_an_edge():
+    rng = np.random.default_rng(4)
+    n = 3000
+    a = rng.integers(0, 2, n)
+    b = np.where(rng.random(n) < 0.9, a, 1 - a)  # strong
+    c = np.where(rng.random(n) < 0.6, b, 1 - b)  # weak
+    full = pd.DataFrame({"A": a, "B": b, "C": c})
+    frames = [full[["A", "B"]].iloc[:1500], full[["B", "C"]].iloc[1500:]]
+    fit = mer(frames, kind="discrete", gamma_ratio=2, graph_tol=0.3)  # a threshold that drops the weak edge
+    assert fit.edges() == [("A", "B")]
+    for keep_all, close in ((True, True), (False, False)):
+        q = VariableElimination(fit.to_markov_network(keep_all=keep_all)).query(["B", "C"], joint=True)
+        q.normalize()
+        got = np.array([[q.get_value(B=i, C=j) for j in (0, 1)] for i in (0, 1)])
+        gap = np.abs(got - fit.marginals[("B", "C")]).max()
+        assert (gap < 1e-3) if close else (gap > 1e-2), (keep_all, gap)
