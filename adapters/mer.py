@@ -15,6 +15,7 @@ from ppgm.domain import Domain
 from ppgm.factor import Factor
 from ppgm.markov import MarkovNetwork
 from ppgm.mer import ConvexProgram, MERResult
+from ppgm.mle import fit_marginals
 from ppgm.mer_discrete import GRAPH_TOL as DISCRETE_GRAPH_TOL
 from ppgm.mer_discrete import DiscreteMER
 from ppgm.mer_gaussian import GRAPH_TOL as GAUSSIAN_GRAPH_TOL
@@ -156,8 +157,8 @@ class MERFit(MERResult):
         Parameters
         ----------
         keep_all : bool
-            Keep the interactions at or below ``graph_tol`` too (the network is then the fitted
-            model itself, not its sparse reading).
+            The fitted model itself rather than its sparse reading: every node and edge factor,
+            fitted to the fit's own marginals (which it then reproduces to 1e-9).
 
         Returns
         -------
@@ -200,6 +201,13 @@ class MERFit(MERResult):
         """
         if self.log_potentials is None:
             raise ValueError("engine_model: this fit has no log-potentials (a Gaussian fit?)")
+        if keep_all:
+            # the maximum-entropy model with the fit's own node and edge marginals is the fit itself
+            # (MER's solution is Markov on the constraint graph): fitting them directly reproduces the
+            # marginals to the fit's tolerance, where the duals carry the solver's residue
+            scopes = [c["scope"] for c in self.constraints]
+            targets = [Factor(sc, self.marginals[sc] / self.marginals[sc].sum()) for sc in scopes]
+            return fit_marginals(self.domain, targets, tol=1e-10).model
         keep = {frozenset(e) for e in self.graph.edges}
         factors = [
             Factor(scope, pot)

@@ -60,6 +60,7 @@ from .measurement import Measurement
 from .mle import FitResult, MarginalOracle, fit_marginals
 from .projection import project_simplex
 from .progress import ConvergenceWarning, logger, progress_bar
+from .tying import Tying
 
 
 def _check_measurements(domain: Domain, measurements: Sequence[Measurement]) -> list[Measurement]:
@@ -136,6 +137,7 @@ def naive_mle(
     project: bool = True,
     max_iter: int = 1000,
     tol: float = 1e-7,
+    tied: Sequence | Tying | None = None,
 ) -> FitResult:
     """The paper's baseline: treat y_C / N as marginals (projected onto the simplex) and fit them.
 
@@ -148,6 +150,8 @@ def naive_mle(
         Project each y_C / N onto the probability simplex first (Duchi et al. 2008). Without it the
         raw, possibly negative and inconsistent, pseudo-marginals enter the likelihood (``l2 > 0``
         is then required for the fit to exist).
+    tied : list of groups of cliques, optional
+        Cliques that share one log-potential (``ppgm.tying``): the fit pools each group's tables.
 
     Returns
     -------
@@ -174,12 +178,12 @@ def naive_mle(
     max_iter, tol = checks.count(max_iter, "max_iter"), checks.positive(tol, "tol")
     if project:
         targets = [Factor(m.variables, project_simplex(m.values / N)) for m in ms]
-        fit = fit_marginals(domain, targets, l2=l2, max_iter=max_iter, tol=tol)
+        fit = fit_marginals(domain, targets, l2=l2, max_iter=max_iter, tol=tol, tied=tied)
     else:
         if l2 <= 0:
             raise ValueError("l2: the unprojected naive MLE needs l2 > 0 (raw pseudo-marginals need not sum to one)")
         raw = [Factor(m.variables, m.values / N) for m in ms]
-        fit = fit_marginals(domain, raw, l2=l2, max_iter=max_iter, tol=tol, check_targets=False)
+        fit = fit_marginals(domain, raw, l2=l2, max_iter=max_iter, tol=tol, check_targets=False, tied=tied)
     if not fit.converged:
         warnings.warn(f"naive MLE: L-BFGS stopped after {len(fit.history)} iterations before its tolerance was met "
                       f"(max_iter={max_iter}); the fit is approximate", ConvergenceWarning, stacklevel=2)
@@ -353,6 +357,7 @@ def cgm_em(
     init_l2: float | None = None,
     moment_match: bool = True,
     callback: Callable[[int, MarkovNetwork, dict], None] | None = None,
+    tied: Sequence | Tying | None = None,
 ) -> CGMResult:
     """EM for collective graphical models (Algorithm 2): learn a Markov network whose cliques are the
     measured ones from noisy clique tables alone.
@@ -404,6 +409,10 @@ def cgm_em(
         L-BFGS iterations per M-step, warm-started from the previous parameters (a generalised EM
         step: it improves the M-step objective without solving it to the end every time).
 
+    tied : list of groups of cliques, optional
+        Cliques that share one log-potential (``ppgm.tying``): the E-step is unchanged (it sees the
+        expanded factors) and the M-step matches each group's summed expected counts; the start is
+        the tied naive MLE.
     Returns
     -------
     CGMResult
@@ -435,10 +444,11 @@ def cgm_em(
         init_l2 = _check_l2(init_l2, allow_calibrated=True)  # type: ignore[assignment]  # a number or 'calibrated'
     oracle = MarginalOracle(domain, [m.variables for m in ms])
     P = oracle.params
+    tie = tied if isinstance(tied, Tying) or tied is None else Tying.build(domain, P.scopes, tied)
     if init is None:
-        init = naive_mle(domain, ms, N=N, l2="calibrated" if init_l2 is None else init_l2).model
+        init = naive_mle(domain, ms, N=N, l2="calibrated" if init_l2 is None else init_l2, tied=tie).model
     em = _EM(domain, oracle, _moment_matched(ms) if moment_match else ms, N, l2, estep, estep_iter, estep_tol, adaptive_estep,
-             damping, smoothing, mstep_tol, mstep_iter)
+             damping, smoothing, mstep_tol, mstep_iter, tie)
     theta = P.join([f.values for f in init.factors])
     history: list = []
     bar = progress_bar(total=max_iter, desc="CGM-EM", enabled=progress)
@@ -494,6 +504,7 @@ class _EM:
     smoothing: float
     mstep_tol: float
     mstep_iter: int
+    tie: Tying | None = None
     lam: np.ndarray | None = None
     counts: list | None = None
     prev_mu: np.ndarray | None = None
@@ -509,7 +520,7 @@ class _EM:
         # without the L2 term and the penalised optimum is close (the M-step then takes a few steps).
         start = theta - self.lam if self.lam is not None else theta
         fit = fit_marginals(self.domain, targets, l2=self.l2, init=P.model(start), oracle=self.oracle,
-                            tol=self.mstep_tol, max_iter=self.mstep_iter)
+                            tol=self.mstep_tol, max_iter=self.mstep_iter, tied=self.tie)
         new = P.join([f.values for f in fit.model.factors])
         if self.lam is not None:  # keep theta' = theta - lambda where the last E-step left it: a close warm start
             self.lam = self.lam + (new - theta)

@@ -150,10 +150,10 @@ class ConvexProgram:
     INI and MER are one compiled cvxpy problem, ``problem``::
 
         minimise   a * s - b * entropy
-        subject to structure,  divergence_i <= (gamma + s) * w_i,  0 <= s <= s_cap
+        subject to structure,  divergence_i <= (gamma + a * s) * w_i,  0 <= s <= s_cap
 
-    with Parameters a, b, gamma and s_cap: INI is a = 1, b = 0, gamma = 0 (s free); MER is a = 0,
-    b = 1, s_cap = 0 (s = 0) at the requested gamma. Every solve after the first re-uses the
+    with Parameters a, b, gamma and s_cap: INI is a = 1, b = 0, gamma = 0; MER is a = 0, b = 1 at
+    the requested gamma (s then appears nowhere but its box). Every solve after the first re-uses the
     compiled problem (cvxpy's DPP), whichever of the two it is and whatever gamma.
     """
 
@@ -178,7 +178,7 @@ class ConvexProgram:
         self.tolerance_constraints = []
         for expr, rows in self._vectors:
             w = self.weights[rows]
-            self.tolerance_constraints.append(expr <= self.gamma * w + self.s * w)
+            self.tolerance_constraints.append(expr <= self.gamma * w + (self._ini_weight * self.s) * w)
         objective = cp.Minimize(self._ini_weight * self.s - self._entropy_weight * self.entropy)
         self.problem = cp.Problem(objective, self.structure + self.tolerance_constraints + [self.s <= self._s_cap])
         self._s_tilde: float | None = None
@@ -210,8 +210,11 @@ class ConvexProgram:
         self.gamma.value, self._s_cap.value = 0.0, S_CAP
 
     def _as_mer(self, gamma: float) -> None:
+        # s leaves the constraints (its weight is 0) but keeps a box with an interior: pinning it with
+        # 0 <= s <= 0 leaves no strictly feasible point, and the interior-point solver then reports
+        # false infeasibility when the tolerances are tight
         self._ini_weight.value, self._entropy_weight.value = 0.0, 1.0
-        self.gamma.value, self._s_cap.value = float(gamma), 0.0
+        self.gamma.value, self._s_cap.value = float(gamma), 1.0
 
     # ----------------------------------------------------------------------------------------------
     def ini(self, solver: str | None = None, **options) -> "MERResult":

@@ -181,7 +181,9 @@ class DiscreteMER(ConvexProgram):
         node_pot = {v: np.zeros(dom.shape((v,))) for v in self.variables}
         edge_pot, strength = {}, {}
         for d, q, row in zip(self.divergences, self.targets, result.constraints):
-            lam = row["dual"] if np.isfinite(row["dual"]) else 0.0
+            # complementary slackness: an inactive constraint's dual is zero (the solver leaves a small
+            # positive residue of the order of its tolerance, which would leak into the potentials)
+            lam = row["dual"] if np.isfinite(row["dual"]) and row["active"] else 0.0
             if lam <= 0:
                 continue
             with np.errstate(divide="ignore"):

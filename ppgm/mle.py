@@ -21,6 +21,7 @@ from .factor import Factor
 from .inference import infer
 from .junction_tree import DEFAULT_MAX_CELLS, JunctionTree, JunctionTreeTooLarge
 from .markov import MarkovNetwork
+from .tying import Tying
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,7 @@ def fit_marginals(
     max_iter: int = 1000,
     tol: float = 1e-9,
     check_targets: bool = True,
+    tied: Sequence | Tying | None = None,
 ) -> FitResult:
     """Fit one log-potential table per target scope so that the model's marginals match the targets.
 
@@ -150,6 +152,9 @@ def fit_marginals(
     check_targets : bool
         Require each target to be a probability table. ``False`` admits raw pseudo-marginals
         (negative cells, totals other than one), for which only ``l2 > 0`` makes the fit exist.
+    tied : list of groups of cliques, or Tying, optional
+        Cliques that share one log-potential table (see :mod:`ppgm.tying`): the fit then matches
+        each group's summed marginals, and the model has equal tables on the group's cliques.
 
     Returns
     -------
@@ -190,11 +195,22 @@ def fit_marginals(
     else:
         x0 = np.zeros(P.size)
     history: list = []
+    tie = tied if isinstance(tied, Tying) or tied is None else Tying.build(domain, scopes, tied)
+    if tie is not None and tie.matrix.shape[0] != P.size:
+        raise ValueError("tied: built for other scopes than the targets'")
 
     def f(x):
         log_z, mu = oracle.flat(x)
         value = float(x @ mu_hat - log_z - l2 * (x @ x))
         return -value, -(mu_hat - mu - 2 * l2 * x)
+
+    if tie is not None:  # optimise the shared tables z; theta = T z
+        untied = f
+        x0 = tie.restrict(x0)
+
+        def f(z):
+            value, grad = untied(tie.expand(z))
+            return value, tie.pool(grad)
 
     def record(intermediate_result):
         history.append(-float(intermediate_result.fun))
@@ -204,4 +220,5 @@ def fit_marginals(
         options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-15, "maxcor": 20},
         callback=record,
     )
-    return FitResult(P.model(res.x), float(-res.fun), bool(res.success), history)
+    theta = res.x if tie is None else tie.expand(res.x)
+    return FitResult(P.model(theta), float(-res.fun), bool(res.success), history)

@@ -128,4 +128,4 @@ def test_keep_all_reproduces_the_fitted_marginals_where_the_sparse_reading_drops
         q.normalize()
         got = np.array([[q.get_value(B=i, C=j) for j in (0, 1)] for i in (0, 1)])
         gap = np.abs(got - fit.marginals[("B", "C")]).max()
-        assert (gap < 1e-3) if close else (gap > 1e-2), (keep_all, gap)
+        assert (gap < 1e-6) if close else (gap > 1e-2), (keep_all, gap)

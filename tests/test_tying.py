@@ -1,0 +1,124 @@
+"""Tied potentials: the map itself, the tied naive MLE against a brute-force optimum over the shared
+tables of a tiny chain, exact recovery of a time-homogeneous chain, and CGM-EM with tying."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from ppgm import Domain, Factor, MarkovNetwork
+from ppgm.cgm import cgm_em, naive_mle
+from ppgm.inference import infer
+from ppgm.measurement import Measurement
+from ppgm.metrics import kl_divergence
+from ppgm.mle import fit_marginals
+from ppgm.tying import Tying
+
+NAMES = ("x0", "x1", "x2", "x3")
+EDGES = [("x0", "x1"), ("x1", "x2"), ("x2", "x3")]
+
+
+def _homogeneous_chain(k=3, seed=0):
+    rng = np.random.default_rng(seed)
+    dom = Domain(NAMES, (k,) * 4)
+    pair = rng.normal(size=(k, k))
+    first = rng.normal(size=k)
+    return MarkovNetwork(dom, [Factor(("x0",), first)] + [Factor(e, pair) for e in EDGES])
+
+
+def _joint(model):
+    dom = model.domain
+    X = np.array(list(itertools.product(*[range(c) for c in dom.cards])))
+    logp = np.zeros(len(X))
+    for f in model.factors:
+        logp += f.values[tuple(X[:, [dom.index(v) for v in f.variables]].T)]
+    return np.exp(logp - np.logaddexp.reduce(logp)), X
+
+
+def test_tying_map_aligns_members_in_the_order_written():
+    dom = Domain(("a", "b", "c"), (2, 3, 2))
+    # ("b", "a") is the model's ("a", "b") transposed: cell (a=i, b=j) of the model is (j, i) of the group
+    t = Tying.build(dom, [("a", "b"), ("c", "b"), ("a",)], [[("b", "a"), ("b", "c")]])
+    shared = np.arange(6.0) + 10  # the shared 3 x 2 table over (b; a or c)
+    z = np.concatenate([[1.0, 2.0], shared])  # free cliques' cells come first, then each group's
+    theta = t.expand(z)
+    ab, cb, a = theta[:6].reshape(2, 3), theta[6:12].reshape(2, 3), theta[12:]
+    np.testing.assert_array_equal(ab, shared.reshape(3, 2).T)
+    np.testing.assert_array_equal(cb, shared.reshape(3, 2).T)
+    np.testing.assert_array_equal(a, [1.0, 2.0])
+    assert t.size == 8 and t.groups == ((0, 1),)
+    np.testing.assert_allclose(t.restrict(theta), z)
+
+
+@pytest.mark.parametrize("tied, message", [
+    ([[("x0", "x1")]], r"tied\[0\]: expected a list of at least two cliques"),
+    ([[("x0", "x1"), ("x0", "x2")]], r"tied\[0\]\[1\]: \('x0', 'x2'\) is not a clique of the model"),
+    ([[("x0", "x1"), ("x1", "x2")], [("x1", "x2"), ("x2", "x3")]], r"tied\[1\]\[0\]: .* already tied in tied\[0\]"),
+    ("x0", "tied: expected a list of groups"),
+])
+def test_tying_errors_name_the_group(tied, message):
+    dom = Domain(NAMES, (2,) * 4)
+    with pytest.raises((ValueError, TypeError), match=message):
+        Tying.build(dom, EDGES, tied)
+
+
+def test_tying_refuses_members_with_different_state_spaces():
+    dom = Domain(NAMES, (2, 2, 3, 3))
+    with pytest.raises(ValueError, match=r"tied\[0\]: its cliques have different state spaces"):
+        Tying.build(dom, EDGES, [[("x0", "x1"), ("x1", "x2")]])
+
+
+def test_tied_naive_mle_is_the_brute_force_optimum_over_shared_tables():
+    truth = _homogeneous_chain(k=2, seed=1)
+    dom = truth.domain
+    rng = np.random.default_rng(2)
+    N, l2 = 2000.0, 1e-3
+    # noisy, different tables per edge: pooling matters
+    ms = [Measurement(f.variables, np.clip(N * f.values + rng.normal(0, 40, f.shape), 1, None), "gaussian", 40.0, n=N)
+          for f in infer(truth).factor_marginals() if len(f.variables) == 2]
+    group = [[m.variables for m in ms]]
+    fit = naive_mle(dom, ms, N=N, l2=l2, tied=group)
+    tables = [f.values for f in fit.model.factors]
+    np.testing.assert_allclose(tables[0], tables[1], atol=1e-12)
+    np.testing.assert_allclose(tables[1], tables[2], atol=1e-12)
+    # brute force: maximise sum_C theta . mu_hat_C - log Z - l2 ||theta||^2 over the one shared 2 x 2
+    # table, with log Z by enumerating all 16 states
+    from ppgm.projection import project_simplex
+
+    targets = [project_simplex(m.values / N) for m in ms]
+    X = np.array(list(itertools.product(range(2), repeat=4)))
+
+    def negative(z):
+        T = z.reshape(2, 2)
+        score = sum(T[X[:, i], X[:, i + 1]] for i in range(3))
+        log_z = np.logaddexp.reduce(score)
+        return -(sum((T * t).sum() for t in targets) - log_z - l2 * 3 * (z @ z))
+
+    ref = minimize(negative, np.zeros(4), method="BFGS", options={"gtol": 1e-10})
+    ref_model = MarkovNetwork(dom, [Factor(e, ref.x.reshape(2, 2)) for e in EDGES])
+    p_fit, _ = _joint(fit.model)
+    p_ref, _ = _joint(ref_model)
+    np.testing.assert_allclose(p_fit, p_ref, atol=1e-6)
+
+
+def test_tied_fit_recovers_a_homogeneous_chain_from_its_exact_marginals():
+    truth = _homogeneous_chain(k=3, seed=3)
+    marg = infer(truth).factor_marginals()
+    fit = fit_marginals(truth.domain, marg, tied=[EDGES])
+    assert kl_divergence(truth, fit.model) < 1e-9
+
+
+def test_tied_cgm_em_keeps_the_groups_tied_and_beats_untied_on_a_homogeneous_chain():
+    truth = _homogeneous_chain(k=3, seed=4)
+    dom = truth.domain
+    rng = np.random.default_rng(5)
+    N, b = 3000.0, 30.0
+    ms = [Measurement(f.variables, N * f.values + rng.laplace(0, b, f.shape), "laplace", b, n=N)
+          for f in infer(truth).factor_marginals()]
+    tied = [[("x0", "x1"), ("x1", "x2"), ("x2", "x3")]]
+    res_tied = cgm_em(dom, ms, N=N, tied=tied, max_iter=8, progress=False)
+    res_free = cgm_em(dom, ms, N=N, max_iter=8, progress=False)
+    pairs = [f.values for f in res_tied.model.factors if len(f.variables) == 2]
+    assert all(np.array_equal(pairs[0], p) for p in pairs[1:])
+    assert kl_divergence(truth, res_tied.model) < kl_divergence(truth, res_free.model)
