@@ -22,6 +22,7 @@ from ppgm.mechanisms import (GaussianMechanism, LaplaceMechanism, PrivacyAccount
                              noisy_count, release_parts)
 from ppgm.rng import as_generator
 from ppgm.tables import contingency_tables as _engine_tables
+from ppgm.tying import Tying
 
 from .archive import MAX_BYTES, read_npz
 from .data import check_known, codes_or_unknown, declared_domain
@@ -533,10 +534,14 @@ def _published_n(counted: BoundedTables, publish_n, n_mech, rng) -> float | None
 class _NoisyTableEstimator:
     """Shared checks of the two estimators: the tables must cover the model's cliques exactly."""
 
-    def __init__(self, model: DiscreteMarkovNetwork) -> None:
+    def __init__(self, model: DiscreteMarkovNetwork, tied: Sequence | None = None) -> None:
         if not isinstance(model, DiscreteMarkovNetwork):
             raise TypeError(f"model: expected a pgmpy DiscreteMarkovNetwork, got {type(model).__name__}")
         self.model = model
+        if tied is not None:  # checked against the model's cliques now, not at the first estimate
+            Tying.build(Domain(tuple(model.nodes()), tuple(int(model.get_cardinality(v)) for v in model.nodes())),
+                        [tuple(c) for c in _cliques(model)], tied)
+        self.tied = tied
 
     def _inputs(self, noisy_tables) -> tuple[Domain, list[Measurement]]:
         if not isinstance(noisy_tables, NoisyTables):
@@ -586,6 +591,10 @@ class NaiveMLEEstimator(_NoisyTableEstimator):
     ----------
     model : DiscreteMarkovNetwork
         Its factors' scopes are the cliques; its declared states are kept in the result.
+    tied : list of groups of cliques, optional
+        Cliques that share one log-potential, e.g. ``[[("x0", "x1"), ("x1", "x2"), ("x2", "x3")]]``
+        for a time-homogeneous chain (members aligned axis by axis in the order written; see
+        ``ppgm.tying``). The result is an ordinary network whose tied factors are equal.
 
     Examples
     --------
@@ -631,7 +640,7 @@ class NaiveMLEEstimator(_NoisyTableEstimator):
         [['X0', 'X1'], ['X0', 'X2']]
         """
         dom, ms = self._inputs(noisy_tables)
-        fit = naive_mle(dom, ms, N=N, l2=l2, project=project)
+        fit = naive_mle(dom, ms, N=N, l2=l2, project=project, tied=self.tied)
         self.history_ = fit.history
         self.N_ = population_size(ms) if N is None else float(N)
         return markov_to_pgmpy(fit.model)
@@ -645,6 +654,10 @@ class CGMEstimator(_NoisyTableEstimator):
     ----------
     model : DiscreteMarkovNetwork
         Its factors' scopes are the cliques; its declared states are kept in the result.
+    tied : list of groups of cliques, optional
+        Cliques that share one log-potential, e.g. ``[[("x0", "x1"), ("x1", "x2"), ("x2", "x3")]]``
+        for a time-homogeneous chain (members aligned axis by axis in the order written; see
+        ``ppgm.tying``). The result is an ordinary network whose tied factors are equal.
 
     Examples
     --------
@@ -703,7 +716,7 @@ class CGMEstimator(_NoisyTableEstimator):
         """
         dom, ms = self._inputs(noisy_tables)
         res = cgm_em(dom, ms, N=N, l2=l2, estep=estep, max_iter=max_iter, tol=tol, progress=progress,
-                     init_l2=init_l2, moment_match=moment_match, rtol=rtol,
+                     init_l2=init_l2, moment_match=moment_match, rtol=rtol, tied=self.tied,
                      callback=None if callback is None else (lambda i, m, rec: callback(i, markov_to_pgmpy(m), rec)))
         self.history_ = res.history
         self.N_ = res.N

@@ -65,6 +65,7 @@ _LAZY = {
     'reweight_by_individual': 'contributions',
     'private_quantiles': 'private_quantiles',
     'fit_marginals': 'mle',
+    'Tying': 'tying',
     'MERResult': 'mer',
     'DiscreteMER': 'mer_discrete',
     'GaussianMER': 'mer_gaussian',
@@ -110,6 +111,7 @@ def __dir__() -> list:
 __version__ = "0.1.0"
 
 __all__ = [
+    "Tying",
     "BayesianNetwork",
     "BinaryEncoding",
     "CPTLayout",

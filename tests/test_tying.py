@@ -122,3 +122,23 @@ def test_tied_cgm_em_keeps_the_groups_tied_and_beats_untied_on_a_homogeneous_cha
     pairs = [f.values for f in res_tied.model.factors if len(f.variables) == 2]
     assert all(np.array_equal(pairs[0], p) for p in pairs[1:])
     assert kl_divergence(truth, res_tied.model) < kl_divergence(truth, res_free.model)
+
+
+def test_estimators_take_tied_groups_and_export_an_ordinary_network():
+    import ppgm.adapters as pa
+    from ppgm.adapters import CGMEstimator, LaplaceMechanism, NaiveMLEEstimator, release_tables
+    from ppgm.adapters.models import markov_to_pgmpy
+
+    truth = _homogeneous_chain(k=2, seed=6)
+    mn = markov_to_pgmpy(truth)
+    rel = release_tables(pa.sample(mn, 5000, seed=7), mn, LaplaceMechanism(2.0), seed=8)
+    groups = [[("x0", "x1"), ("x1", "x2"), ("x2", "x3")]]
+    for est in (NaiveMLEEstimator(mn, tied=groups), CGMEstimator(mn, tied=groups)):
+        kwargs = {} if isinstance(est, NaiveMLEEstimator) else {"progress": False, "max_iter": 5}
+        fitted = est.estimate(rel, **kwargs)
+        assert fitted.check_model()
+        pairs = {tuple(f.variables): f.values for f in fitted.get_factors() if len(f.variables) == 2}
+        tables = [pairs[e] if e in pairs else pairs[e[::-1]].T for e in EDGES]
+        assert all(np.allclose(tables[0], t, atol=1e-9) for t in tables[1:])
+    with pytest.raises(ValueError, match=r"tied\[0\]\[1\]: \('x0', 'x2'\) is not a clique of the model"):
+        NaiveMLEEstimator(mn, tied=[[("x0", "x1"), ("x0", "x2")]])
