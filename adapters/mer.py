@@ -32,9 +32,9 @@ KINDS = ("gaussian", "discrete")
 class MERFit(MERResult):
     """A :class:`ppgm.mer.MERResult` with the domain it was fitted on and pgmpy exports.
 
-    ``fit.program_`` is the compiled convex program (INI and MER are one cvxpy problem with
-    Parameters): ``fit.refit(gamma=..., solver=...)`` re-solves it at another tolerance or with
-    another solver without recompiling, and ``fit.resolve(constraints=[...])`` adds constraints of
+    ``fit.program_`` is the compiled convex program (MER's gamma is a cvxpy Parameter):
+    ``fit.refit(gamma=..., solver=...)`` re-solves it at another tolerance or with another solver
+    without recompiling, and ``fit.resolve(constraints=[...])`` adds constraints of
     your own (on ``fit.program_.covariance(a, b)`` or ``fit.program_.marginal(scope)``) and returns
     a new fit. ``fit.problem`` is the cvxpy ``Problem`` that was solved; its Parameters hold the
     values of the program's latest solve, so re-solve through ``refit`` / ``resolve``.

@@ -134,11 +134,6 @@ def solve(problem: cp.Problem, solver: str | None = None, **options) -> SolveRep
     return report
 
 
-#: Upper bound on s while INI runs (the tolerances are unit-free; s~ beyond it means statistics that
-#: no model comes near, reported by INI as infeasible).
-S_CAP = 1e6
-
-
 class ConvexProgram:
     """Shared machinery of the Gaussian and discrete MER / INI programs.
 
@@ -147,14 +142,11 @@ class ConvexProgram:
     and implement ``_finish(result)``; they may hold their divergences as vectors
     (``_divergence_vectors``) and compute their values at the solution (``_divergence_values``).
 
-    INI and MER are one compiled cvxpy problem, ``problem``::
-
-        minimise   a * s - b * entropy
-        subject to structure,  divergence_i <= (gamma + a * s) * w_i,  0 <= s <= s_cap
-
-    with Parameters a, b, gamma and s_cap: INI is a = 1, b = 0, gamma = 0; MER is a = 0, b = 1 at
-    the requested gamma (s then appears nowhere but its box). Every solve after the first re-uses the
-    compiled problem (cvxpy's DPP), whichever of the two it is and whatever gamma.
+    INI and MER are two cvxpy problems on the same constraint expressions, each compiled once: MER's
+    gamma is a ``Parameter``, so a gamma sweep or a refit re-uses its compilation (cvxpy's DPP). One
+    problem for both (minimise a s - b entropy with Parameters a, b) was tried and measured: with
+    b = 0 in INI the entropy's cone variables are left free and Clarabel returned s~ 50x too small on
+    a 12-node binary cycle (then MER "infeasible" above it), so the two stay separate.
     """
 
     kind = ""
@@ -171,27 +163,17 @@ class ConvexProgram:
         self.weights = np.array([d.weight(self.p) for d in self.divergences])
         self.gamma = cp.Parameter(nonneg=True, name="gamma", value=0.0)
         self.s = cp.Variable(nonneg=True, name="s")
-        self._ini_weight = cp.Parameter(nonneg=True, name="ini_weight", value=1.0)
-        self._entropy_weight = cp.Parameter(nonneg=True, name="entropy_weight", value=0.0)
-        self._s_cap = cp.Parameter(nonneg=True, name="s_cap", value=S_CAP)
         self._vectors = self._divergence_vectors()
-        self.tolerance_constraints = []
-        for expr, rows in self._vectors:
-            w = self.weights[rows]
-            self.tolerance_constraints.append(expr <= self.gamma * w + (self._ini_weight * self.s) * w)
-        objective = cp.Minimize(self._ini_weight * self.s - self._entropy_weight * self.entropy)
-        self.problem = cp.Problem(objective, self.structure + self.tolerance_constraints + [self.s <= self._s_cap])
+        self.tolerance_constraints = [expr <= self.gamma * self.weights[rows] for expr, rows in self._vectors]
+        self._ini_constraints = [expr <= self.s * self.weights[rows] for expr, rows in self._vectors]
+        self.mer_problem = cp.Problem(cp.Maximize(self.entropy), self.structure + self.tolerance_constraints)
+        self.ini_problem = cp.Problem(cp.Minimize(self.s), self.structure + self._ini_constraints)
         self._s_tilde: float | None = None
 
     @property
-    def mer_problem(self) -> cp.Problem:
-        """The compiled problem (shared with INI; see the class docstring)."""
-        return self.problem
-
-    @property
-    def ini_problem(self) -> cp.Problem:
-        """The compiled problem (shared with MER; see the class docstring)."""
-        return self.problem
+    def problem(self) -> cp.Problem:
+        """MER's problem (its gamma Parameter holds the value of the latest MER solve)."""
+        return self.mer_problem
 
     def _divergence_vectors(self) -> list:
         """(vector expression, row indices into ``divergences``) pairs covering every divergence
@@ -205,27 +187,15 @@ class ConvexProgram:
             out[rows] = np.ravel(expr.value)
         return out
 
-    def _as_ini(self) -> None:
-        self._ini_weight.value, self._entropy_weight.value = 1.0, 0.0
-        self.gamma.value, self._s_cap.value = 0.0, S_CAP
-
-    def _as_mer(self, gamma: float) -> None:
-        # s leaves the constraints (its weight is 0) but keeps a box with an interior: pinning it with
-        # 0 <= s <= 0 leaves no strictly feasible point, and the interior-point solver then reports
-        # false infeasibility when the tolerances are tight
-        self._ini_weight.value, self._entropy_weight.value = 0.0, 1.0
-        self.gamma.value, self._s_cap.value = float(gamma), 1.0
-
     # ----------------------------------------------------------------------------------------------
     def ini(self, solver: str | None = None, **options) -> "MERResult":
         """Solve INI: the smallest tolerance scale s~ for which the statistics admit a consistent model."""
-        self._as_ini()
-        report = solve(self.problem, solver, **options)
-        if report.status in ("infeasible", "infeasible_inaccurate"):
-            raise RuntimeError(f"INI reported {report.status}: no model meets the statistics within s <= {S_CAP:g}")
+        report = solve(self.ini_problem, solver, **options)
+        if report.status in ("infeasible", "infeasible_inaccurate", "unbounded"):
+            raise RuntimeError(f"INI reported {report.status}: the program is malformed (INI is feasible for any statistics)")
         s_tilde = max(float(self.s.value), 0.0)  # type: ignore[arg-type]  # solved
         self._s_tilde = s_tilde
-        return self._result("ini", s_tilde, s_tilde, report)
+        return self._result("ini", s_tilde, s_tilde, report, self.ini_problem, self._ini_constraints)
 
     def s_tilde(self, solver: str | None = None) -> float:
         if self._s_tilde is None:
@@ -242,11 +212,11 @@ class ConvexProgram:
         """Solve MER at ``gamma`` (or ``gamma_ratio * s~``, or the default rule of :func:`choose_gamma`)."""
         s_tilde = self.s_tilde(solver)
         gamma, rule = choose_gamma(s_tilde, gamma, gamma_ratio)
-        self._as_mer(gamma)
-        report = solve(self.problem, solver, **options)
+        self.gamma.value = gamma
+        report = solve(self.mer_problem, solver, **options)
         if report.status in ("infeasible", "infeasible_inaccurate"):
             raise RuntimeError(f"MER reported {report.status} at gamma={gamma:.6g} although INI gave s~={s_tilde:.6g}")
-        result = self._result("mer", gamma, s_tilde, report)
+        result = self._result("mer", gamma, s_tilde, report, self.mer_problem, self.tolerance_constraints)
         result.notes.insert(0, rule)
         return result
 
@@ -290,7 +260,7 @@ class ConvexProgram:
         """
         if isinstance(constraints, cp.constraints.constraint.Constraint) or not isinstance(constraints, (list, tuple)):
             raise TypeError("constraints: expected a list of cvxpy constraints")
-        own = {v.id for v in self.problem.variables()}
+        own = {v.id for v in self.mer_problem.variables()}
         for k, c in enumerate(constraints):
             if not isinstance(c, cp.constraints.constraint.Constraint):
                 raise TypeError(f"constraints[{k}]: expected a cvxpy constraint, got {type(c).__name__}")
@@ -299,21 +269,21 @@ class ConvexProgram:
                 raise ValueError(f"constraints[{k}]: uses variables that are not this program's: {foreign}")
         s_tilde = self.s_tilde(solver)
         gamma, rule = choose_gamma(s_tilde, gamma, None)
-        self._as_mer(gamma)
-        problem = cp.Problem(self.problem.objective, self.problem.constraints + list(constraints))
+        self.gamma.value = gamma
+        problem = cp.Problem(self.mer_problem.objective, self.mer_problem.constraints + list(constraints))
         report = solve(problem, solver, **options)
         if report.status in ("infeasible", "infeasible_inaccurate"):
             raise RuntimeError(f"MER with the added constraints is {report.status} at gamma={gamma:.6g}: "
                                "no model meets both the tolerances and the constraints (try a larger gamma)")
-        result = self._result("mer", gamma, s_tilde, report, problem)
+        result = self._result("mer", gamma, s_tilde, report, problem, self.tolerance_constraints)
         result.notes.insert(0, rule)
         result.notes.append(f"{len(constraints)} constraint(s) of your own added to the program")
         return result
 
     # ----------------------------------------------------------------------------------------------
-    def _result(self, program: str, gamma: float, s_tilde: float, report: SolveReport, problem=None) -> "MERResult":
+    def _result(self, program: str, gamma: float, s_tilde: float, report: SolveReport, problem, constraints) -> "MERResult":
         duals = np.full(len(self.divergences), np.nan)
-        for (expr, rows), c in zip(self._vectors, self.tolerance_constraints):
+        for (expr, rows), c in zip(self._vectors, constraints):
             if c.dual_value is not None:
                 duals[rows] = np.ravel(c.dual_value)
         values = self._divergence_values()
@@ -334,7 +304,7 @@ class ConvexProgram:
             status=report.status,
             solver=report.solver,
             solve_seconds=report.seconds,
-            problem=self.problem if problem is None else problem,
+            problem=problem,
             notes=list(report.notes),
         )
         # the solver's own status is not the last word: check the point it returned
