@@ -17,7 +17,7 @@ with _warnings.catch_warnings():
 
 from .data import contingency_tables, decode, encode, infer_domain, sample, sample_partitions
 from .inference import LogBeliefPropagation
-from .examples import adult_schema, dirichlet_chain_network, load_adult, load_bif_example
+from .examples import adult_schema, dirichlet_chain_network, load_adult, load_bif_example, mobility_study
 from .metrics import kl_divergence, total_variation
 from .private import BoundedTables, CGMEstimator, NaiveMLEEstimator, NoisyFactor, NoisyTables, bounded_tables, release_tables
 from .robust import RobustFilter
@@ -70,6 +70,7 @@ __all__ = [
     "decode",
     "dirichlet_chain_network",
     "load_bif_example",
+    "mobility_study",
     "encode",
     "infer_domain",
     "kl_divergence",

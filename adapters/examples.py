@@ -7,11 +7,16 @@ import gzip
 from importlib.resources import files
 
 import numpy as np
+import pandas as pd
 from pgmpy.factors.discrete import DiscreteFactor
 from pgmpy.models import DiscreteBayesianNetwork, DiscreteMarkovNetwork
 from pgmpy.readwrite import BIFReader
 
-from ppgm.random_models import third_order_chain
+from ppgm.domain import Domain
+from ppgm.markov import MarkovNetwork
+from ppgm.random_models import mobility_chain, third_order_chain
+from ppgm.rng import as_generator
+from ppgm.sampling import sample_markov
 
 
 def load_bif_example(name: str) -> DiscreteBayesianNetwork:
@@ -70,6 +75,51 @@ def dirichlet_chain_network(n_vars: int = 10, k: int = 10, alpha: float = 1.0, s
     mn.add_edges_from(f.variables for f in m.factors)
     mn.add_factors(*[DiscreteFactor(list(f.variables), list(f.shape), np.exp(f.values)) for f in m.factors])
     return mn
+
+
+def mobility_study(n_people: int = 1000, max_days: int = 7, locations: int = 5, hours: int = 24, seed=None) -> tuple:
+    """Synthetic Wi-Fi mobility traces in the shape of the CGM paper's study (Sec. 4.2), whose data
+    are not public: people who each contribute 1 to ``max_days`` days, every day a trajectory over
+    ``hours`` hourly steps among ``locations`` places and an offline state, drawn exactly from one
+    time-homogeneous chain (:func:`ppgm.random_models.mobility_chain`).
+
+    Parameters
+    ----------
+    n_people : int
+    max_days : int
+        Each person's number of days is uniform on 1 .. max_days (people, not rows, are the unit of
+        privacy: release with ``individuals="person", reweight=True``).
+    locations, hours : int
+    seed : int or numpy.random.Generator, optional
+        Draws the chain and the traces.
+
+    Returns
+    -------
+    (pandas.DataFrame, DiscreteMarkovNetwork, list)
+        One row per person-day (``person`` and the hour columns ``h00`` ... with states ``"off"``,
+        ``"loc1"`` ...), the true chain as a pgmpy network (states named), and the tied group of its
+        pairwise cliques for the estimators' ``tied=``.
+
+    Examples
+    --------
+    >>> df, truth, tied = mobility_study(50, max_days=3, locations=3, hours=6, seed=0)
+    >>> list(df.columns)[:3], len(tied[0]), sorted(truth.nodes())[:2]
+    (['person', 'h00', 'h01'], 5, ['h00', 'h01'])
+    """
+    from .models import markov_to_pgmpy
+
+    rng = as_generator(seed)
+    chain = mobility_chain(locations, hours, seed=rng)
+    days = rng.integers(1, int(max_days) + 1, size=int(n_people))
+    codes = sample_markov(chain, int(days.sum()), seed=rng)
+    states = ["off"] + [f"loc{i}" for i in range(1, locations + 1)]
+    names = list(chain.domain.variables)
+    df = pd.DataFrame(np.asarray(states, dtype=object)[codes], columns=names)
+    df.insert(0, "person", np.repeat(np.arange(int(n_people)), days))
+    named = Domain(chain.domain.variables, chain.domain.cards, {v: states for v in names})
+    truth = markov_to_pgmpy(MarkovNetwork(named, chain.factors))
+    tied = [[(names[t], names[t + 1]) for t in range(hours - 1)]]
+    return df, truth, tied
 
 
 def load_adult() -> tuple:

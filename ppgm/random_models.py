@@ -178,3 +178,58 @@ def xor_aggregates(n: float = 1e6):
             c[tuple(row[idx])] += n / 4 * p
         tables.append(Measurement(scope, d, n=float(n), label_sums=c))
     return dom, tables
+
+
+def mobility_chain(locations: int = 5, hours: int = 24, stay: float = 0.8, offline: float = 0.05, seed=None) -> MarkovNetwork:
+    """A time-homogeneous chain of where a person is, hour by hour (the CGM paper's Wi-Fi study, Sec. 4.2).
+
+    States: ``0`` (offline, the null state) and locations ``1 .. locations``. One transition matrix
+    for every pair of adjacent hours: a person stays with probability ``stay``, goes offline with
+    probability ``offline``, else moves to one of two neighbouring locations (on a ring) with random
+    weights; an offline person comes back to a random location. The first hour has its own
+    distribution. Factors: log P(h0) on ``h00`` and log P(h_t+1 | h_t) on every pair, so Z = 1.
+
+    Parameters
+    ----------
+    locations : int
+        Number of locations L (>= 2); each hour has L + 1 states.
+    hours : int
+        Time steps (>= 2); variables ``h00``, ``h01``, ...
+    stay, offline : float
+        Probabilities of staying and of going offline in an hour.
+    seed : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    MarkovNetwork
+
+    Examples
+    --------
+    >>> m = mobility_chain(3, 4, seed=0)
+    >>> m.domain.variables, [f.variables for f in m.factors][:2]
+    (('h00', 'h01', 'h02', 'h03'), [('h00',), ('h00', 'h01')])
+    """
+    locations, hours = checks.count(locations, "locations"), checks.count(hours, "hours")
+    if locations < 2 or hours < 2:
+        raise ValueError(f"locations, hours: expected at least 2 each, got {locations}, {hours}")
+    checks.in_range(stay, "stay", 0.0, 1.0)
+    checks.in_range(offline, "offline", 0.0, 1.0)
+    if stay + offline >= 1:
+        raise ValueError(f"stay + offline: expected below 1 (room to move), got {stay + offline}")
+    rng = as_generator(seed)
+    K = locations + 1
+    T = np.zeros((K, K))
+    T[0, 1:] = rng.dirichlet(np.ones(locations))
+    for loc in range(1, K):
+        left, right = (loc - 2) % locations + 1, loc % locations + 1
+        w = rng.dirichlet([1.0, 1.0])
+        T[loc, loc] += stay
+        T[loc, 0] += offline
+        T[loc, left] += (1 - stay - offline) * w[0]
+        T[loc, right] += (1 - stay - offline) * w[1]
+    first = rng.dirichlet(np.ones(K))
+    names = tuple(f"h{t:02d}" for t in range(hours))
+    dom = Domain(names, (K,) * hours)
+    with np.errstate(divide="ignore"):
+        logT, logp = np.log(T), np.log(first)
+    return MarkovNetwork(dom, [Factor((names[0],), logp)] + [Factor((names[t], names[t + 1]), logT) for t in range(hours - 1)])

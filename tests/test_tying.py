@@ -142,3 +142,32 @@ def test_estimators_take_tied_groups_and_export_an_ordinary_network():
         assert all(np.allclose(tables[0], t, atol=1e-9) for t in tables[1:])
     with pytest.raises(ValueError, match=r"tied\[0\]\[1\]: \('x0', 'x2'\) is not a clique of the model"):
         NaiveMLEEstimator(mn, tied=[[("x0", "x1"), ("x0", "x2")]])
+
+
+def test_mobility_study_is_people_over_days_from_one_homogeneous_chain():
+    from ppgm.adapters import mobility_study
+
+    df, truth, tied = mobility_study(3000, max_days=4, locations=3, hours=6, seed=11)
+    days = df.groupby("person").size()
+    assert days.min() >= 1 and days.max() <= 4 and len(days) == 3000
+    hours = [c for c in df.columns if c != "person"]
+    assert tied == [[(hours[t], hours[t + 1]) for t in range(len(hours) - 1)]]
+    # every pair factor is the same transition matrix (rows sum to one: P(h_t+1 | h_t)) ...
+    pair = {tuple(f.variables): f for f in truth.get_factors() if len(f.variables) == 2}
+    states = ["off", "loc1", "loc2", "loc3"]
+    T = np.array([[pair[(hours[0], hours[1])].get_value(**{hours[0]: a, hours[1]: b}) for b in states] for a in states])
+    T = T / T.sum(axis=1, keepdims=True)
+    for t in range(1, len(hours) - 1):
+        f = pair[(hours[t], hours[t + 1])]
+        U = np.array([[f.get_value(**{hours[t]: a, hours[t + 1]: b}) for b in states] for a in states])
+        np.testing.assert_allclose(U / U.sum(axis=1, keepdims=True), T, atol=1e-12)
+    # ... and the traces follow it: transition frequencies pooled over all hours
+    counts = np.zeros((4, 4))
+    idx = {s: i for i, s in enumerate(states)}
+    for t in range(len(hours) - 1):
+        a = df[hours[t]].map(idx).to_numpy()
+        b = df[hours[t + 1]].map(idx).to_numpy()
+        np.add.at(counts, (a, b), 1)
+    freq = counts / counts.sum(axis=1, keepdims=True)
+    se = np.sqrt(T * (1 - T) / counts.sum(axis=1, keepdims=True))
+    assert np.all(np.abs(freq - T) <= 5 * se + 1e-9)
