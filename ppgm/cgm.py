@@ -172,18 +172,19 @@ def naive_mle(
     ms = _check_measurements(domain, measurements)
     N = _resolve_n(ms, N)
     l2 = _check_l2(l2, allow_calibrated=True)
+    tie = tied if isinstance(tied, Tying) or tied is None else Tying.build(domain, [m.variables for m in ms], tied)
     if isinstance(l2, str):
-        l2 = noise_calibrated_l2(ms, N)
+        l2 = noise_calibrated_l2(ms, N, tie)
     l2 = 1.0 / N if l2 is None else float(l2)
     max_iter, tol = checks.count(max_iter, "max_iter"), checks.positive(tol, "tol")
     if project:
         targets = [Factor(m.variables, project_simplex(m.values / N)) for m in ms]
-        fit = fit_marginals(domain, targets, l2=l2, max_iter=max_iter, tol=tol, tied=tied)
+        fit = fit_marginals(domain, targets, l2=l2, max_iter=max_iter, tol=tol, tied=tie)
     else:
         if l2 <= 0:
             raise ValueError("l2: the unprojected naive MLE needs l2 > 0 (raw pseudo-marginals need not sum to one)")
         raw = [Factor(m.variables, m.values / N) for m in ms]
-        fit = fit_marginals(domain, raw, l2=l2, max_iter=max_iter, tol=tol, check_targets=False, tied=tied)
+        fit = fit_marginals(domain, raw, l2=l2, max_iter=max_iter, tol=tol, check_targets=False, tied=tie)
     if not fit.converged:
         warnings.warn(f"naive MLE: L-BFGS stopped after {len(fit.history)} iterations before its tolerance was met "
                       f"(max_iter={max_iter}); the fit is approximate", ConvergenceWarning, stacklevel=2)
@@ -217,11 +218,20 @@ class CGMResult:
     history: list = field(default_factory=list)
 
 
-def noise_aware_l2(ms: Sequence[Measurement], N: float) -> float:
+def _pooled(ms: Sequence[Measurement], tie: "Tying | None") -> np.ndarray:
+    """How many tables each measurement's parameters pool (its tied group's size; 1 when free)."""
+    size = np.ones(len(ms))
+    for group in (tie.groups if tie is not None else ()):
+        size[list(group)] = len(group)
+    return size
+
+
+def noise_aware_l2(ms: Sequence[Measurement], N: float, tie: "Tying | None" = None) -> float:
     """CGM-EM's default L2 weight: ``clip(3 rho, 0.1, 1) / N`` with rho the median, over tables, of the
     noise's standard deviation per cell relative to the mean count per cell (N / cells).
 
-    A fixed 1 / N is right when noise dominates and too strong when it does not. On the paper's
+    A fixed 1 / N is right when noise dominates and too strong when it does not. With tied
+    potentials (``tie``) a table's noise sd is divided by the square root of its group's size. On the paper's
     10 x 10 third-order chain (KL(true || learned), one draw, 30 EM iterations started from the naive
     MLE with l2 = 1 / N, before the calibrated start): N = 1e4, eps = 1 (rho = 0.34): l2 N = 1
     gives 1.18, 0.1 gives 1.64; N = 1e5, eps = 1 (rho = 0.034): 0.106 vs 0.093; N = 1e6, eps = 1
@@ -234,20 +244,21 @@ def noise_aware_l2(ms: Sequence[Measurement], N: float) -> float:
     0.1
     """
     rho = []
-    for m in ms:
+    for m, pooled in zip(ms, _pooled(ms, tie)):
         cells = m.values.size
-        rho.append(np.sqrt(m.variance) / (N / cells))
+        rho.append(np.sqrt(m.variance / pooled) / (N / cells))  # a tied table's noise averages over its group
     return float(np.clip(3 * np.median(rho), 0.1, 1.0)) / N
 
 
-def noise_calibrated_l2(ms: Sequence[Measurement], N: float) -> float:
+def noise_calibrated_l2(ms: Sequence[Measurement], N: float, tie: "Tying | None" = None) -> float:
     """L2 weight for fitting noisy tables as if they were exact: the paper's ``1 / N`` inflated by
     the noise, ``(1 + r) / N`` with r the median, over tables, of the noise variance of a cell
     relative to the sampling (multinomial) variance of an average cell, ``variance * cells / N``.
 
     Fitting y / N by maximum likelihood weighs the tables like N exact records; with noise, each
     cell carries the information of about N / (1 + r) records, so the prior's relative weight grows
-    by 1 + r. CGM-EM starts from the naive MLE with this weight. On the paper's 10 x 10 chain (one
+    by 1 + r. With tied potentials (``tie``) a table's noise is averaged over its group of m tables,
+    so its r is divided by m. CGM-EM starts from the naive MLE with this weight. On the paper's 10 x 10 chain (one
     draw; KL of the naive MLE with l2 = 1 / N -> with this weight): N = 1e4, eps = 0.1 (r = 1150):
     370 -> 7.2; N = 1e5, eps = 0.1 (r = 115): 20 -> 1.2; N = 1e6, eps = 1 (r = 0.12): 0.0051 -> 0.0037.
 
@@ -257,7 +268,7 @@ def noise_calibrated_l2(ms: Sequence[Measurement], N: float) -> float:
     >>> round(noise_calibrated_l2(ys, 1000.0) * 1000, 4)   # r = 2 * 10^2 * 2 / 1000 = 0.4
     1.4
     """
-    r = float(np.median([m.variance * m.values.size / N for m in ms]))
+    r = float(np.median([m.variance * m.values.size / N / pooled for m, pooled in zip(ms, _pooled(ms, tie))]))
     return (1.0 + r) / N
 
 
@@ -439,12 +450,13 @@ def cgm_em(
     checks.in_range(damping, "damping", 0.0, 1.0, closed=False)
     checks.non_negative(smoothing, "smoothing")
     N = _resolve_n(ms, N)
-    l2 = noise_aware_l2(ms, N) if l2 is None else checks.non_negative(l2, "l2")
-    if init_l2 is not None:
-        init_l2 = _check_l2(init_l2, allow_calibrated=True)  # type: ignore[assignment]  # a number or 'calibrated'
     oracle = MarginalOracle(domain, [m.variables for m in ms])
     P = oracle.params
     tie = tied if isinstance(tied, Tying) or tied is None else Tying.build(domain, P.scopes, tied)
+    l2 = noise_aware_l2(ms, N, tie) if l2 is None else checks.non_negative(l2, "l2")
+    if init_l2 is not None:
+        init_l2 = _check_l2(init_l2, allow_calibrated=True)  # type: ignore[assignment]  # a number or 'calibrated'
+
     if init is None:
         init = naive_mle(domain, ms, N=N, l2="calibrated" if init_l2 is None else init_l2, tied=tie).model
     em = _EM(domain, oracle, _moment_matched(ms) if moment_match else ms, N, l2, estep, estep_iter, estep_tol, adaptive_estep,

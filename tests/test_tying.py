@@ -171,3 +171,17 @@ def test_mobility_study_is_people_over_days_from_one_homogeneous_chain():
     freq = counts / counts.sum(axis=1, keepdims=True)
     se = np.sqrt(T * (1 - T) / counts.sum(axis=1, keepdims=True))
     assert np.all(np.abs(freq - T) <= 5 * se + 1e-9)
+
+
+def test_noise_calibrated_weights_see_a_tied_group_pool_its_noise():
+    from ppgm.cgm import noise_aware_l2, noise_calibrated_l2
+
+    dom = Domain(NAMES, (2,) * 4)
+    ms = [Measurement(e, np.full((2, 2), 250.0), "laplace", 10.0, n=1000) for e in EDGES]
+    tie = Tying.build(dom, EDGES, [EDGES])
+    r = 2 * 10.0**2 * 4 / 1000  # Laplace variance 2 b^2, 4 cells, N = 1000
+    assert noise_calibrated_l2(ms, 1000.0) == pytest.approx((1 + r) / 1000)
+    assert noise_calibrated_l2(ms, 1000.0, tie) == pytest.approx((1 + r / 3) / 1000)
+    rho = np.sqrt(2 * 10.0**2) / 250.0
+    assert noise_aware_l2(ms, 1000.0) == pytest.approx(np.clip(3 * rho, 0.1, 1) / 1000)
+    assert noise_aware_l2(ms, 1000.0, tie) == pytest.approx(np.clip(3 * rho / np.sqrt(3), 0.1, 1) / 1000)
