@@ -12,6 +12,7 @@ from pgmpy.factors.discrete import DiscreteFactor
 from pgmpy.models import DiscreteBayesianNetwork, DiscreteMarkovNetwork
 from pgmpy.readwrite import BIFReader
 
+from ppgm import checks
 from ppgm.domain import Domain
 from ppgm.markov import MarkovNetwork
 from ppgm.random_models import mobility_chain, third_order_chain
@@ -108,6 +109,7 @@ def mobility_study(n_people: int = 1000, max_days: int = 7, locations: int = 5, 
     """
     from .models import markov_to_pgmpy
 
+    n_people, max_days = checks.count(n_people, "n_people"), checks.count(max_days, "max_days")
     rng = as_generator(seed)
     chain = mobility_chain(locations, hours, seed=rng)
     days = rng.integers(1, int(max_days) + 1, size=int(n_people))

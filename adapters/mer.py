@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, fields
 from typing import Hashable, Mapping, Sequence
 
@@ -327,8 +328,6 @@ def check_sample_sets(samples: Sequence[pd.DataFrame], kind: str) -> None:
     ...
     ValueError: samples[1]: the same rows as samples[0]; a set passed twice would be counted twice (concatenate sets to pool them)
     """
-    import warnings
-
     seen: dict = {}
     kinds: dict = {}
     for k, df in enumerate(samples):

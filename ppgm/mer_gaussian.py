@@ -134,16 +134,16 @@ class GaussianMER(ConvexProgram):
                 inverses.append(np.linalg.inv(Q))
                 logdets.append(np.linalg.slogdet(Q)[1])
                 self.divergences.append(Divergence(tuple(self.variables[t] for t in (i, j)), "edge", m.n, 3))
-            ids = np.array(triples, dtype=np.int64)
+            edge_ids = np.array(triples, dtype=np.int64)
             Qi = np.array(inverses)
-            self._edge_ids, self._edge_qinv, self._edge_logdet = ids, Qi, np.array(logdets)
+            self._edge_ids, self._edge_qinv, self._edge_logdet = edge_ids, Qi, np.array(logdets)
             k = len(edges)
             coef = np.stack([Qi[:, 0, 0], 2 * Qi[:, 0, 1], Qi[:, 1, 1]], axis=1)
-            trace_map = sp.csr_matrix((coef.ravel(), (np.repeat(np.arange(k), 3), ids.ravel())), shape=(k, len(index)))
-            a, b, c = self.x[ids[:, 0]], self.x[ids[:, 1]], self.x[ids[:, 2]]
+            trace_map = sp.csr_matrix((coef.ravel(), (np.repeat(np.arange(k), 3), edge_ids.ravel())), shape=(k, len(index)))
+            var_i, cov_ij, var_j = self.x[edge_ids[:, 0]], self.x[edge_ids[:, 1]], self.x[edge_ids[:, 2]]
             u = cp.Variable(k, name="edge_schur")
-            structure.append(cp.SOC(a + c - u, cp.vstack([2 * b, a - c + u]), axis=0))
-            edge_div = 0.5 * (trace_map @ self.x - cp.log(a) - cp.log(u) + self._edge_logdet - 2)
+            structure.append(cp.SOC(var_i + var_j - u, cp.vstack([2 * cov_ij, var_i - var_j + u]), axis=0))
+            edge_div = 0.5 * (trace_map @ self.x - cp.log(var_i) - cp.log(u) + self._edge_logdet - 2)
             self._vector_rows.append((edge_div, len(nodes) + np.arange(k)))
         self.structure = structure
         self._setup(p)

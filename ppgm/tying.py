@@ -26,6 +26,13 @@ from .domain import Domain
 class Tying:
     """The map from shared tables z to per-clique log-potentials theta = ``matrix @ z``.
 
+    Built by :meth:`build`; the fields are below.
+
+    Parameters
+    ----------
+    matrix : scipy.sparse.csr_matrix
+    groups : tuple of tuple of int
+
     Attributes
     ----------
     matrix : scipy.sparse.csr_matrix
@@ -71,6 +78,12 @@ class Tying:
         ValueError
             A clique that is not the model's, named twice, a group of fewer than two, or members
             whose state spaces differ.
+
+        Examples
+        --------
+        >>> d = Domain(("a", "b", "c"), (2, 3, 2))
+        >>> Tying.build(d, [("a", "b"), ("c", "b")], [[("b", "a"), ("b", "c")]]).size   # one shared 3 x 2 table
+        6
         """
         if isinstance(tied, (str, bytes)) or not isinstance(tied, (list, tuple)):
             raise TypeError(f"tied: expected a list of groups of cliques, got {type(tied).__name__}")
@@ -128,14 +141,65 @@ class Tying:
         return int(self.matrix.shape[1])
 
     def expand(self, z: np.ndarray) -> np.ndarray:
-        """Per-clique parameters theta = T z."""
+        """Per-clique parameters theta = T z.
+
+        Parameters
+        ----------
+        z : numpy.ndarray
+            Shared parameters, length :attr:`size`.
+
+        Returns
+        -------
+        numpy.ndarray
+            One entry per clique cell, in the model's parameter order.
+
+        Examples
+        --------
+        >>> t = Tying.build(Domain(("a", "b"), (2, 2)), [("a",), ("b",)], [[("a",), ("b",)]])
+        >>> t.expand(np.array([1.0, 2.0])).tolist()
+        [1.0, 2.0, 1.0, 2.0]
+        """
         return self.matrix @ z
 
     def pool(self, g: np.ndarray) -> np.ndarray:
-        """T^T g: a per-clique vector (a gradient, counts) summed over each group."""
+        """T^T g: a per-clique vector (a gradient, counts) summed over each group.
+
+        Parameters
+        ----------
+        g : numpy.ndarray
+            One entry per clique cell.
+
+        Returns
+        -------
+        numpy.ndarray
+            Length :attr:`size`.
+
+        Examples
+        --------
+        >>> t = Tying.build(Domain(("a", "b"), (2, 2)), [("a",), ("b",)], [[("a",), ("b",)]])
+        >>> t.pool(np.array([1.0, 2.0, 10.0, 20.0])).tolist()
+        [11.0, 22.0]
+        """
         return self.matrix.T @ g
 
     def restrict(self, theta: np.ndarray) -> np.ndarray:
-        """Shared parameters closest to ``theta`` in least squares: each group's tables averaged."""
+        """Shared parameters closest to ``theta`` in least squares: each group's tables averaged.
+
+        Parameters
+        ----------
+        theta : numpy.ndarray
+            One entry per clique cell.
+
+        Returns
+        -------
+        numpy.ndarray
+            Length :attr:`size`.
+
+        Examples
+        --------
+        >>> t = Tying.build(Domain(("a", "b"), (2, 2)), [("a",), ("b",)], [[("a",), ("b",)]])
+        >>> t.restrict(np.array([1.0, 2.0, 3.0, 4.0])).tolist()
+        [2.0, 3.0]
+        """
         counts = np.asarray(self.matrix.sum(axis=0)).ravel()
         return self.pool(theta) / counts
