@@ -863,7 +863,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         Persistent chains (all shards together); default 8,000.
     max_iter : int
         PCD steps; default 300 (both chosen on a validation split of Adult's train rows, see
-        :func:`ppgm.maxent.fit_maxent`).
+        :func:`ppgm.maxent.fit_maxent`). Noisy aggregates need far more (thousands of steps).
     l2_mu, l2_theta : float
         L2 penalties of the feature and interaction parameters.
     step_mu, step_theta : float, optional
