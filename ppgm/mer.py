@@ -170,11 +170,6 @@ class ConvexProgram:
         self.ini_problem = cp.Problem(cp.Minimize(self.s), self.structure + self._ini_constraints)
         self._s_tilde: float | None = None
 
-    @property
-    def problem(self) -> cp.Problem:
-        """MER's problem (its gamma Parameter holds the value of the latest MER solve)."""
-        return self.mer_problem
-
     def _divergence_vectors(self) -> list:
         """(vector expression, row indices into ``divergences``) pairs covering every divergence
         once; by default one vector of the scalar expressions."""
