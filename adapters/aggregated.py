@@ -855,7 +855,9 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
 
     Attributes (after ``fit``): ``model_`` (engine :class:`ppgm.maxent.MaxEntModel`), ``state_``,
     ``history_`` (per step: ``d_error``, ``c_error``, ``step_size``; and ``nllh`` on ``eval_set``),
-    ``aggregates_``, ``classes_``, ``feature_names_in_``, ``n_features_in_``.
+    ``aggregates_``, ``classes_``, ``feature_names_in_``, ``n_features_in_``, ``n_iter_``, and the
+    convergence test's ``remaining_gain_`` and ``converged_`` (see :class:`ppgm.maxent.PCDResult`; a fit whose
+    averaged model still moves raises a ``ppgm.ConvergenceWarning``).
 
     Parameters
     ----------
@@ -1001,6 +1003,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
             self.history_ = result.history
         self.model_, self.state_, self.aggregates_ = result.model, result.state, aggregates
         self.n_iter_ = int(result.state.step)
+        self.converged_, self.remaining_gain_ = result.converged, result.remaining_gain
         self.feature_names_in_ = np.array(aggregates.features, dtype=object)
         self.n_features_in_ = len(aggregates.features)
         self.classes_ = np.array(aggregates.classes)  # numpy's dtype for the values, as scikit-learn keeps labels

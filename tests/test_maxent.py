@@ -187,3 +187,57 @@ def test_hashing_is_reproducible_and_keeps_totals():
     np.testing.assert_array_equal(hash_buckets(600, 64, 3), hash_buckets(600, 64, 3))
     fit = fit_maxent(t1, dom, n_chains=1000, max_iter=10, seed=0, progress=False)
     assert fit.model.layout.n_slots == 20 + 30 + 64
+
+
+def _xor_rows(n=20_000, seed=1):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 2, size=(n, 3))
+    y = (rng.random(n) < np.where(x[:, 0] ^ x[:, 1], 0.9, 0.1)).astype(int)
+    dom = Domain(("a", "b", "c"), (2, 2, 2))
+    return dom, aggregate_records(x, y, dom, [("a",), ("b",), ("c",), ("a", "b"), ("b", "c")])
+
+
+def test_remaining_gain_matches_a_dense_newton_decrement():
+    """The convergence test's conjugate-gradient Newton steps against dense solves on the chains."""
+    from ppgm.maxent import _remaining_gain
+
+    dom, tables = _xor_rows()
+    fit = fit_maxent(tables, dom, n_chains=500, max_iter=15, seed=0, progress=False)
+    rng = np.random.default_rng(0)
+    model, chains = fit.model, fit.state.chains
+    base = rng.normal(size=model.theta.size) * 50
+    grads = [MaxEntModel(model.layout, np.zeros_like(model.mu), base + rng.normal(size=base.size) * 10, 20.0 + k)
+             for k in range(2)]
+    slots = model.layout.slots_by_table(chains)
+    X = np.zeros((len(chains), model.theta.size + 1))
+    for t in range(slots.shape[0]):
+        X[np.arange(len(chains)), slots[t]] = 1.0
+    X[:, -1] = 1.0
+    p = model.predict_proba(chains)
+    scale, l2 = 3.0, 2.0
+    w = p * (1 - p) * scale
+    curv = X[:, :-1].T @ w
+    ridge = np.append(np.full(model.theta.size, 2 * l2 + 1e-3 * curv[curv > 0].mean()), 1e-3 * w.sum())
+    H = X.T @ (X * w[:, None]) + np.diag(ridge)
+    f = [X @ np.linalg.solve(H, np.append(np.where(curv > 0, g.theta, 0.0), g.theta0)) for g in grads]
+    expected = 0.5 * np.mean(p * (1 - p) * f[0] * f[1])
+    assert expected > 0
+    assert _remaining_gain(model, grads, chains, scale, l2) == pytest.approx(expected, rel=1e-6)
+
+
+def test_pcd_reports_an_unconverged_run():
+    """A run stopped far from the fixed point (small steps, few of them) warns and says so; the same
+    problem run long enough passes; no averaging window means no test."""
+    from ppgm import ConvergenceWarning
+    from ppgm.maxent import GAIN_TOL
+
+    dom, tables = _xor_rows()
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        short = fit_maxent(tables, dom, n_chains=2000, max_iter=100, step_mu=0.02, step_theta=0.02, seed=0, progress=False)
+    assert short.converged is False and short.remaining_gain > GAIN_TOL
+    long = fit_maxent(tables, dom, n_chains=2000, max_iter=300, seed=0, progress=False)
+    assert long.converged is True and long.remaining_gain < GAIN_TOL / 10
+    # the unconverged one is also measurably off: its predictions differ from the converged fit's
+    X = np.array([[0, 0, 0], [1, 0, 0]])
+    assert np.abs(short.model.predict_proba(X) - long.model.predict_proba(X)).max() > 0.05
+    assert fit_maxent(tables, dom, n_chains=2000, max_iter=50, average=0.0, seed=0, progress=False).converged is None
