@@ -179,12 +179,12 @@ def naive_mle(
     max_iter, tol = checks.count(max_iter, "max_iter"), checks.positive(tol, "tol")
     if project:
         targets = [Factor(m.variables, project_simplex(m.values / N)) for m in ms]
-        fit = fit_marginals(domain, targets, l2=l2, max_iter=max_iter, tol=tol, tied=tie)
+        fit = fit_marginals(domain, targets, l2=l2, max_iter=max_iter, tol=tol, tied=tie, warn=False)
     else:
         if l2 <= 0:
             raise ValueError("l2: the unprojected naive MLE needs l2 > 0 (raw pseudo-marginals need not sum to one)")
         raw = [Factor(m.variables, m.values / N) for m in ms]
-        fit = fit_marginals(domain, raw, l2=l2, max_iter=max_iter, tol=tol, check_targets=False, tied=tie)
+        fit = fit_marginals(domain, raw, l2=l2, max_iter=max_iter, tol=tol, check_targets=False, tied=tie, warn=False)
     if not fit.converged:
         warnings.warn(f"naive MLE: L-BFGS stopped after {len(fit.history)} iterations before its tolerance was met "
                       f"(max_iter={max_iter}); the fit is approximate", ConvergenceWarning, stacklevel=2)
@@ -532,7 +532,7 @@ class _EM:
         # without the L2 term and the penalised optimum is close (the M-step then takes a few steps).
         start = theta - self.lam if self.lam is not None else theta
         fit = fit_marginals(self.domain, targets, l2=self.l2, init=P.model(start), oracle=self.oracle,
-                            tol=self.mstep_tol, max_iter=self.mstep_iter, tied=self.tie)
+                            tol=self.mstep_tol, max_iter=self.mstep_iter, tied=self.tie, warn=False)
         new = P.join([f.values for f in fit.model.factors])
         if self.lam is not None:  # keep theta' = theta - lambda where the last E-step left it: a close warm start
             self.lam = self.lam + (new - theta)

@@ -9,6 +9,8 @@ M-step of CGM-EM, and with simplex-projected noisy marginals it is the naive MLE
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -21,6 +23,7 @@ from .factor import Factor
 from .inference import infer
 from .junction_tree import DEFAULT_MAX_CELLS, JunctionTree, JunctionTreeTooLarge
 from .markov import MarkovNetwork
+from .progress import ConvergenceWarning
 from .tying import Tying
 
 
@@ -131,6 +134,7 @@ def fit_marginals(
     tol: float = 1e-9,
     check_targets: bool = True,
     tied: Sequence | Tying | None = None,
+    warn: bool = True,
 ) -> FitResult:
     """Fit one log-potential table per target scope so that the model's marginals match the targets.
 
@@ -155,6 +159,10 @@ def fit_marginals(
     tied : list of groups of cliques, or Tying, optional
         Cliques that share one log-potential table (see :mod:`ppgm.tying`): the fit then matches
         each group's summed marginals, and the model has equal tables on the group's cliques.
+    warn : bool
+        Raise a ``ppgm.ConvergenceWarning`` when L-BFGS stops before ``tol`` is met (``converged`` in
+        the result says so either way). Callers that stop on purpose (CGM-EM's partial M-steps) or
+        warn themselves turn it off.
 
     Returns
     -------
@@ -221,4 +229,7 @@ def fit_marginals(
         callback=record,
     )
     theta = res.x if tie is None else tie.expand(res.x)
+    if warn and not res.success:
+        warnings.warn(f"fit_marginals: L-BFGS stopped after {res.nit} iterations before its tolerance was met "
+                      f"({res.message}); the fit is approximate", ConvergenceWarning, stacklevel=2)
     return FitResult(P.model(theta), float(-res.fun), bool(res.success), history)

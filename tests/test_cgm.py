@@ -89,6 +89,15 @@ def test_fit_marginals_matches_the_decomposable_closed_form():
     mab, mbc = targets[0].values, targets[1].values
     closed = mab[:, :, None] * mbc[None, :, :] / mbc.sum(axis=1)[None, :, None]
     np.testing.assert_allclose(P, closed, atol=1e-7)
+    # stopped early, the fit says so (and stays quiet for callers that stop on purpose)
+    from ppgm import ConvergenceWarning
+    import warnings
+    with pytest.warns(ConvergenceWarning, match="fit_marginals: L-BFGS stopped after 2 iterations"):
+        short = fit_marginals(d, targets, tol=1e-10, max_iter=2)
+    assert not short.converged and fit.converged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit_marginals(d, targets, tol=1e-10, max_iter=2, warn=False)
 
 
 def test_naive_mle_and_cgm_on_a_small_private_release():
