@@ -46,6 +46,10 @@ class NoisyFactor:
         Laplace b or Gaussian sigma, in counts.
     integer : bool
         True when the noise is integer-valued (discrete Laplace / Gaussian on counts).
+    members : tuple of tuple, optional
+        For a pooled table (tied cliques released as one, ``release_tables(..., tied=...)``): the
+        cliques whose counts it sums, aligned axis by axis in the order written, the first being
+        ``variables``; ``state_names`` then names the states of every member's variables.
 
     Examples
     --------
@@ -60,6 +64,12 @@ class NoisyFactor:
     noise: str
     scale: float
     integer: bool = False
+    members: tuple | None = None
+
+    @property
+    def cliques(self) -> tuple:
+        """The cliques the table counts: its members when pooled, else ``(variables,)``."""
+        return self.members if self.members is not None else (tuple(self.variables),)
 
     def to_measurement(self, n: float | None = None) -> Measurement:
         """The table as the engine's :class:`ppgm.Measurement` (the noisy-observation factor p(y | n)).
@@ -78,7 +88,7 @@ class NoisyFactor:
         >>> NoisyFactor(("A",), np.array([4.0, 6.0]), {"A": [0, 1]}, "gaussian", 2.0).to_measurement().variance
         4.0
         """
-        return Measurement(self.variables, self.values, self.noise, self.scale, n, integer=self.integer)
+        return Measurement(self.variables, self.values, self.noise, self.scale, n, integer=self.integer, members=self.members)
 
 
 @dataclass(frozen=True)
@@ -123,7 +133,7 @@ class NoisyTables:
     def domain(self) -> Domain:
         names: dict = {}
         for f in self.factors:
-            for v in f.variables:
+            for v in dict.fromkeys(v for c in f.cliques for v in c):
                 s = list(f.state_names[v])
                 if v in names and names[v] != s:
                     raise ValueError(f"tables: variable {v!r} has states {names[v]} in one table and {s} in another")
@@ -215,8 +225,10 @@ class NoisyTables:
         meta = {
             "n": self.n, "spent": list(self.spent), "private": self.private,
             "factors": [{"variables": [_plain(v) for v in f.variables],
-                         "state_names": {str(v): [_plain(s) for s in f.state_names[v]] for v in f.variables},
-                         "noise": f.noise, "scale": f.scale, "integer": f.integer} for f in self.factors],
+                         "state_names": {str(v): [_plain(s) for s in f.state_names[v]] for c in f.cliques for v in c},
+                         "noise": f.noise, "scale": f.scale, "integer": f.integer,
+                         "members": None if f.members is None else [[_plain(v) for v in c] for c in f.members]}
+                        for f in self.factors],
         }
         arrays = {f"t{i}": f.values for i, f in enumerate(self.factors)}
         np.savez(Path(path), meta=np.array(json.dumps(meta)), **arrays)
@@ -261,11 +273,14 @@ class NoisyTables:
             out = []
             for i, fm in enumerate(meta["factors"]):
                 variables = tuple(fm["variables"])
-                names = {v: fm["state_names"][str(v)] for v in variables}
-                m = Measurement(variables, z[f"t{i}"], fm["noise"], fm["scale"], meta["n"], integer=bool(fm.get("integer", False)))
-                if m.shape != tuple(len(names[v]) for v in variables):
-                    raise ValueError(f"table {i} has shape {m.shape} but its states give {tuple(len(names[v]) for v in variables)}")
-                out.append(NoisyFactor(variables, m.values, names, m.noise, m.scale, m.integer))
+                members = None if fm.get("members") is None else tuple(tuple(c) for c in fm["members"])
+                names = {v: fm["state_names"][str(v)] for c in (members or (variables,)) for v in c}
+                m = Measurement(variables, z[f"t{i}"], fm["noise"], fm["scale"], meta["n"], integer=bool(fm.get("integer", False)),
+                                members=members)
+                for c in m.cliques:
+                    if m.shape != tuple(len(names[v]) for v in c):
+                        raise ValueError(f"table {i} has shape {m.shape} but the states of {c} give {tuple(len(names[v]) for v in c)}")
+                out.append(NoisyFactor(variables, m.values, names, m.noise, m.scale, m.integer, m.members))
             return cls(tuple(out), meta["n"], tuple(meta["spent"]), bool(meta.get("private", False)))
         except (KeyError, TypeError, ValueError, json.JSONDecodeError) as err:
             raise ValueError(f"path: {str(path)!r} is not {what}: {err!s}") from None
@@ -296,6 +311,7 @@ def release_tables(
     publish_n=False,
     accountant: PrivacyAccountant | None = None,
     seed=None,
+    tied: Sequence | None = None,
 ) -> NoisyTables:
     """Count the cliques' contingency tables in ``data`` and release them through ``mechanism``,
     differentially private end to end.
@@ -337,6 +353,14 @@ def release_tables(
     seed : int or numpy.random.Generator, optional
         Reproducible noise for tests and tutorials: the release is then **not private**
         (``release.private`` is False, with a ``NotPrivateWarning``). Omit it for a private release.
+    tied : list of groups of cliques, optional
+        Release each group's tables as one pooled table, their sum cell by cell (members aligned
+        axis by axis in the order written, as ``NaiveMLEEstimator(model, tied=...)`` aligns them),
+        with one draw of noise. One record adds to every member, so a pooled table of k cliques
+        counts k times in the sensitivity (L1: k; L2: k, not sqrt(k)): with Laplace noise the noise
+        scale is that of releasing the k tables apart, but the shared table's noise variance is k
+        times smaller; with Gaussian noise pooling gains nothing. Both estimators take the pooled
+        tables (CGM-EM even with an untied model).
 
     Returns
     -------
@@ -354,15 +378,42 @@ def release_tables(
     counted = bounded_tables(data, cliques_or_model, state_names=state_names, individuals=individuals,
                              max_contributions=max_contributions, reweight=reweight, weights=weights,
                              on_unknown=on_unknown, seed=rng)
+    tables, members = _pooled_tables(counted, tied)  # checked before anything is charged
     parts, n_mech = release_parts(mechanism, "tables", publish_n)
     if accountant is not None:
         accountant.charge(parts)
     n = _published_n(counted, publish_n, n_mech, rng)
-    ms = mechanism.measure(counted.tables, rng, contribution=counted.contribution, n=n)
+    ms = mechanism.measure(tables, rng, contribution=counted.contribution, n=n, members=members)
     dom = counted.domain
-    factors = tuple(NoisyFactor(m.variables, m.values, {v: list(dom.state_names[v]) for v in m.variables}, m.noise, m.scale, m.integer)
-                    for m in ms)
+    factors = tuple(NoisyFactor(m.variables, m.values, {v: list(dom.state_names[v]) for c in m.cliques for v in c}, m.noise, m.scale,
+                                m.integer, m.members) for m in ms)
     return NoisyTables(factors, n, tuple(parts), rng is None)
+
+
+def _pooled_tables(counted: "BoundedTables", tied: Sequence | None) -> tuple[list[Factor], list]:
+    """The tables to noise: each tied group's members summed (aligned as written) at its first
+    member's place, the other cliques' tables as they are; and per table, its members or None."""
+    if tied is None:
+        return list(counted.tables), [None] * len(counted.tables)
+    scopes = [tuple(t.variables) for t in counted.tables]
+    tie = Tying.build(counted.domain, scopes, tied)  # errors name the group
+    written = {group[0]: [tuple(c) for c in tied[g]] for g, group in enumerate(tie.groups)}
+    skip = {i for group in tie.groups for i in group[1:]}
+    tables, members = [], []
+    for i, t in enumerate(counted.tables):
+        if i in skip:
+            continue
+        if i not in written:
+            tables.append(t)
+            members.append(None)
+            continue
+        group = next(g for g in tie.groups if g[0] == i)
+        cliques = written[i]
+        total = sum(np.transpose(np.asarray(counted.tables[j].values), [scopes[j].index(v) for v in c])
+                    for j, c in zip(group, cliques))
+        tables.append(Factor(cliques[0], total))
+        members.append(tuple(cliques))
+    return tables, members
 
 
 @dataclass(frozen=True)
@@ -547,7 +598,7 @@ class _NoisyTableEstimator:
         if not isinstance(noisy_tables, NoisyTables):
             raise TypeError(f"noisy_tables: expected NoisyTables (see release_tables / NoisyTables.from_factors), got {type(noisy_tables).__name__}")
         cliques = {frozenset(c) for c in _cliques(self.model)}
-        given = {frozenset(f.variables) for f in noisy_tables}
+        given = {frozenset(c) for f in noisy_tables for c in f.cliques}
         if cliques - given:
             raise ValueError(f"noisy_tables: no table for the model's cliques {[sorted(map(str, c)) for c in cliques - given]}")
         if given - cliques:
@@ -576,10 +627,14 @@ def _in_model_order(dom: Domain, ms: list[Measurement], declared: Mapping) -> tu
     out = []
     for m in ms:
         vals = m.values
-        for ax, v in enumerate(m.variables):
-            if v in order:
-                vals = np.take(vals, order[v], axis=ax)
-        out.append(Measurement(m.variables, vals, m.noise, m.scale, m.n, integer=m.integer))
+        for ax in range(len(m.variables)):
+            moves = {tuple(order.get(c[ax], range(dom.cards[dom.index(c[ax])]))) for c in m.cliques}
+            if len(moves) > 1:
+                raise ValueError(f"noisy_tables: the pooled table over {m.cliques} aligns variables whose states the model "
+                                 "orders differently; declare them in the same order")
+            if any(c[ax] in order for c in m.cliques):
+                vals = np.take(vals, list(moves.pop()), axis=ax)
+        out.append(Measurement(m.variables, vals, m.noise, m.scale, m.n, integer=m.integer, members=m.members))
     return Domain(dom.variables, dom.cards, names), out
 
 

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
+from scipy import sparse
 from scipy.optimize import minimize
 
 from . import checks
@@ -71,14 +72,38 @@ def _check_measurements(domain: Domain, measurements: Sequence[Measurement]) -> 
     for i, m in enumerate(ms):
         if not isinstance(m, Measurement):
             raise TypeError(f"measurements[{i}]: expected a ppgm Measurement, got {type(m).__name__}")
-        domain.check(m.variables, f"measurements[{i}].variables")
-        if m.shape != domain.shape(m.variables):
-            raise ValueError(f"measurements[{i}]: clique {m.variables} needs shape {domain.shape(m.variables)}, got {m.shape}")
-        key = frozenset(m.variables)
-        if key in seen:
-            raise ValueError(f"measurements[{i}]: clique {m.variables} is measured twice; combine the tables first")
-        seen.add(key)
+        for c in m.cliques:
+            domain.check(c, f"measurements[{i}].variables")
+            if m.shape != domain.shape(c):
+                raise ValueError(f"measurements[{i}]: clique {c} needs shape {domain.shape(c)}, got {m.shape}")
+            key = frozenset(c)
+            if key in seen:
+                raise ValueError(f"measurements[{i}]: clique {c} is measured twice; combine the tables first")
+            seen.add(key)
     return ms
+
+
+def _scopes(ms: Sequence[Measurement]) -> list[tuple]:
+    """The model's cliques: every measurement's (a pooled table's members, as written)."""
+    return [c for m in ms for c in m.cliques]
+
+
+def _observation(ms: Sequence[Measurement]) -> sparse.csr_matrix | None:
+    """P with clique cells = P @ measurement cells' duals: the 0/1 map that copies each measured cell
+    to the same cell of every clique it counts (None when no table pools several cliques)."""
+    if all(m.members is None for m in ms):
+        return None
+    rows, cols = [], []
+    row0 = col0 = 0
+    for m in ms:
+        cells = m.values.size
+        for _ in m.cliques:
+            rows.append(row0 + np.arange(cells))
+            cols.append(col0 + np.arange(cells))
+            row0 += cells
+        col0 += cells
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    return sparse.csr_matrix((np.ones(r.size), (r, c)), shape=(row0, col0))
 
 
 def population_size(measurements: Sequence[Measurement]) -> float:
@@ -108,8 +133,9 @@ def population_size(measurements: Sequence[Measurement]) -> float:
     known = [m.n for m in measurements if m.n is not None]
     if known:
         return float(known[0])
-    totals = np.array([m.values.sum() for m in measurements])
-    var = np.array([max(m.variance, 1e-12) * m.values.size for m in measurements])
+    k = np.array([len(m.cliques) for m in measurements], dtype=float)  # a pooled table counts every record k times
+    totals = np.array([m.values.sum() for m in measurements]) / k
+    var = np.array([max(m.variance, 1e-12) * m.values.size for m in measurements]) / k**2
     N = float(np.sum(totals / var) / np.sum(1 / var))
     if N <= 0:
         raise ValueError("measurements: the tables' totals do not give a positive record count; pass N")
@@ -172,18 +198,18 @@ def naive_mle(
     ms = _check_measurements(domain, measurements)
     N = _resolve_n(ms, N)
     l2 = _check_l2(l2, allow_calibrated=True)
-    tie = tied if isinstance(tied, Tying) or tied is None else Tying.build(domain, [m.variables for m in ms], tied)
+    tie = tied if isinstance(tied, Tying) or tied is None else Tying.build(domain, _scopes(ms), tied)
     if isinstance(l2, str):
         l2 = noise_calibrated_l2(ms, N, tie)
     l2 = 1.0 / N if l2 is None else float(l2)
     max_iter, tol = checks.count(max_iter, "max_iter"), checks.positive(tol, "tol")
-    if project:
-        targets = [Factor(m.variables, project_simplex(m.values / N)) for m in ms]
+    if project:  # a pooled table gives each of its k cliques the marginal y / (k N)
+        targets = [Factor(c, project_simplex(m.values / (N * len(m.cliques)))) for m in ms for c in m.cliques]
         fit = fit_marginals(domain, targets, l2=l2, max_iter=max_iter, tol=tol, tied=tie, warn=False)
     else:
         if l2 <= 0:
             raise ValueError("l2: the unprojected naive MLE needs l2 > 0 (raw pseudo-marginals need not sum to one)")
-        raw = [Factor(m.variables, m.values / N) for m in ms]
+        raw = [Factor(c, m.values / (N * len(m.cliques))) for m in ms for c in m.cliques]
         fit = fit_marginals(domain, raw, l2=l2, max_iter=max_iter, tol=tol, check_targets=False, tied=tie, warn=False)
     if not fit.converged:
         warnings.warn(f"naive MLE: L-BFGS stopped after {len(fit.history)} iterations before its tolerance was met "
@@ -200,7 +226,8 @@ class CGMResult:
     model : MarkovNetwork
         The learned network.
     counts : list of numpy.ndarray
-        The last E-step's expected clique counts n_C, in measurement order.
+        The last E-step's expected clique counts n_C, one per clique in measurement order (a pooled
+        table's members in the order written).
     N : float
     history : list of dict
         Per EM iteration: ``objective`` (the approximate log marginal likelihood of the noisy tables
@@ -219,11 +246,20 @@ class CGMResult:
 
 
 def _pooled(ms: Sequence[Measurement], tie: "Tying | None") -> np.ndarray:
-    """How many tables each measurement's parameters pool (its tied group's size; 1 when free)."""
-    size = np.ones(len(ms))
+    """How many cliques each measurement's parameters pool: its tied group's size (``tie`` indexes the
+    cliques of :func:`_scopes`), or the cliques it sums when released pooled; 1 when free."""
+    per_clique = np.ones(sum(len(m.cliques) for m in ms))
     for group in (tie.groups if tie is not None else ()):
-        size[list(group)] = len(group)
-    return size
+        per_clique[list(group)] = len(group)
+    first = np.cumsum([0] + [len(m.cliques) for m in ms])[:-1]
+    return np.maximum(per_clique[first], [len(m.cliques) for m in ms])
+
+
+def _member_variance(m: Measurement) -> float:
+    """The noise variance per cell that one clique's share of the table carries, as if each of its k
+    cliques had been released alone: a pooled table's variance over k (the sum of k separate tables
+    would have k times that)."""
+    return m.variance / len(m.cliques)
 
 
 def noise_aware_l2(ms: Sequence[Measurement], N: float, tie: "Tying | None" = None) -> float:
@@ -246,7 +282,7 @@ def noise_aware_l2(ms: Sequence[Measurement], N: float, tie: "Tying | None" = No
     rho = []
     for m, pooled in zip(ms, _pooled(ms, tie)):
         cells = m.values.size
-        rho.append(np.sqrt(m.variance / pooled) / (N / cells))  # a tied table's noise averages over its group
+        rho.append(np.sqrt(_member_variance(m) / pooled) / (N / cells))  # a tied table's noise averages over its group
     return float(np.clip(3 * np.median(rho), 0.1, 1.0)) / N
 
 
@@ -268,13 +304,13 @@ def noise_calibrated_l2(ms: Sequence[Measurement], N: float, tie: "Tying | None"
     >>> round(noise_calibrated_l2(ys, 1000.0) * 1000, 4)   # r = 2 * 10^2 * 2 / 1000 = 0.4
     1.4
     """
-    r = float(np.median([m.variance * m.values.size / N / pooled for m, pooled in zip(ms, _pooled(ms, tie))]))
+    r = float(np.median([_member_variance(m) * m.values.size / N / pooled for m, pooled in zip(ms, _pooled(ms, tie))]))
     return (1.0 + r) / N
 
 
 def _moment_matched(ms: Sequence[Measurement]) -> list[Measurement]:
     """Laplace tables as Gaussian tables of the same variance (for the E-step only)."""
-    return [Measurement(m.variables, m.values, "gaussian", float(np.sqrt(m.variance)), n=m.n)
+    return [Measurement(m.variables, m.values, "gaussian", float(np.sqrt(m.variance)), n=m.n, members=m.members)
             if m.noise == "laplace" else m for m in ms]
 
 
@@ -291,10 +327,14 @@ def _noise_constants(ms: Sequence[Measurement]) -> float:
 def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measurement], N: float,
                lam0: np.ndarray | None = None, max_iter: int = 500, tol: float = 1e-9, info: dict | None = None):
     """Solve Problem 6 through its dual; returns (lambda, marginals, primal value, evaluations).
-    ``info``, when given, receives ``converged`` (the solver's own test passed) and its ``message``."""
-    P = oracle.params
-    y = P.join([m.values for m in ms])
-    s2 = P.join([np.full(m.shape, m.scale**2 if m.noise == "gaussian" else 0.0) for m in ms])
+    ``info``, when given, receives ``converged`` (the solver's own test passed) and its ``message``.
+    lambda has one entry per measured cell; a pooled table's enters every clique it sums
+    (theta - P lambda, :func:`_observation`)."""
+    obs = _observation(ms)
+    expand = (lambda v: v) if obs is None else (lambda v: obs @ v)
+    pool = (lambda v: v) if obs is None else (lambda v: obs.T @ v)
+    y = np.concatenate([m.values.ravel() for m in ms])
+    s2 = np.concatenate([np.full(m.values.size, m.scale**2 if m.noise == "gaussian" else 0.0) for m in ms])
     lo, hi = [], []
     for m in ms:
         b = 1.0 / m.scale if m.noise == "laplace" else np.inf
@@ -305,15 +345,15 @@ def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measureme
 
     def D(lam):
         evals[0] += 1
-        log_z, mu = oracle.flat(theta - lam)
+        log_z, mu = oracle.flat(theta - expand(lam))
         val = lam @ y + 0.5 * (s2 * lam) @ lam + N * log_z
-        return val, y + s2 * lam - N * mu
+        return val, y + s2 * lam - N * pool(mu)
 
-    x0 = np.zeros(P.size) if lam0 is None else np.clip(lam0, *np.array(bounds).T)
+    x0 = np.zeros(y.size) if lam0 is None else np.clip(lam0, *np.array(bounds).T)
     # Diagonal preconditioning: the Hessian of N log Z(theta - l) has diagonal N mu (1 - mu) per cell;
     # optimising over z = h l with h = sqrt(that diagonal) makes L-BFGS-B see a far better conditioned problem.
-    mu0 = oracle.flat(theta - x0)[1]
-    h = np.sqrt(N * mu0 * (1 - mu0) + s2 + 1e-9 * N)
+    mu0 = oracle.flat(theta - expand(x0))[1]
+    h = np.sqrt(N * pool(mu0 * (1 - mu0)) + s2 + 1e-9 * N)
     scale = max(N, 1.0)  # the dual value is O(N): scale so that tolerances are relative
     zb = [(lo_ * hh, hi_ * hh) for (lo_, hi_), hh in zip(bounds, h)]
 
@@ -326,7 +366,7 @@ def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measureme
     res.x = res.x / h
     if info is not None:
         info.update(converged=bool(res.success), message=str(res.message))
-    log_z, mus = oracle(theta - res.x)
+    log_z, mus = oracle(theta - expand(res.x))
     value = float(res.x @ y + 0.5 * (s2 * res.x) @ res.x + N * log_z) + _noise_constants(ms)
     return res.x, mus, value, evals[0]
 
@@ -336,9 +376,12 @@ def estep_nlbp(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measureme
                counts0: list | None = None):
     """Algorithm 1 (non-linear BP) as printed; returns (expected counts, iterations, converged)."""
     P = oracle.params
+    first = np.cumsum([0] + [len(m.cliques) for m in ms])
     n = counts0 if counts0 is not None else [N * mu for mu in oracle(theta)[1]]
     for it in range(1, max_iter + 1):
-        g = P.join([m.gradient(c, smoothing=smoothing) for m, c in zip(ms, n)])
+        # a pooled table's gradient in its sum of counts, copied to every clique it sums
+        g = P.join([m.gradient(np.sum(n[first[k]:first[k + 1]], axis=0), smoothing=smoothing)
+                    for k, m in enumerate(ms) for _ in m.cliques])
         new = [N * mu for mu in oracle(theta + g)[1]]
         change = max(float(np.abs(a - b).max()) for a, b in zip(new, n)) / N
         n = [(1 - damping) * a + damping * b for a, b in zip(n, new)]
@@ -450,7 +493,7 @@ def cgm_em(
     checks.in_range(damping, "damping", 0.0, 1.0, closed=False)
     checks.non_negative(smoothing, "smoothing")
     N = _resolve_n(ms, N)
-    oracle = MarginalOracle(domain, [m.variables for m in ms])
+    oracle = MarginalOracle(domain, _scopes(ms))
     P = oracle.params
     tie = tied if isinstance(tied, Tying) or tied is None else Tying.build(domain, P.scopes, tied)
     l2 = noise_aware_l2(ms, N, tie) if l2 is None else checks.non_negative(l2, "l2")
@@ -527,14 +570,16 @@ class _EM:
         P, N = self.oracle.params, self.N
         log_z_theta = self.oracle.flat(theta)[0]
         mus, value, evals, converged = self._expected(theta)
-        targets = [Factor(m.variables, np.clip(mu, 0, None) / np.clip(mu, 0, None).sum()) for m, mu in zip(self.ms, mus)]
+        targets = [Factor(c, np.clip(mu, 0, None) / np.clip(mu, 0, None).sum()) for c, mu in zip(P.scopes, mus)]
         # M-step from theta - lambda: its marginals are the E-step's exactly, so it is the optimum
         # without the L2 term and the penalised optimum is close (the M-step then takes a few steps).
-        start = theta - self.lam if self.lam is not None else theta
+        obs = _observation(self.ms)
+        shift = None if self.lam is None else (self.lam if obs is None else obs @ self.lam)
+        start = theta - shift if shift is not None else theta
         fit = fit_marginals(self.domain, targets, l2=self.l2, init=P.model(start), oracle=self.oracle,
                             tol=self.mstep_tol, max_iter=self.mstep_iter, tied=self.tie, warn=False)
         new = P.join([f.values for f in fit.model.factors])
-        if self.lam is not None:  # keep theta' = theta - lambda where the last E-step left it: a close warm start
+        if self.lam is not None and obs is None:  # keep theta' = theta - lambda where the last E-step left it
             self.lam = self.lam + (new - theta)
         mu_flat = P.join(mus)
         change = float(np.abs(mu_flat - self.prev_mu).max()) if self.prev_mu is not None else float("inf")

@@ -47,6 +47,10 @@ class Measurement:
         private releases add). :attr:`variance` and :meth:`log_likelihood` are then those of the
         discrete law; for integer true counts its log-likelihood differs from the continuous one by
         a constant per cell, so the learners' continuous relaxation of n is unchanged.
+    members : tuple of tuple, optional
+        For a pooled table (tied cliques released as one): the cliques whose count tables it sums,
+        each aligned axis by axis with ``values`` in the order its variables are written; the first
+        is ``variables``. y = sum over members of n_member, plus one draw of noise per cell.
 
     Examples
     --------
@@ -63,9 +67,20 @@ class Measurement:
     label_sums: np.ndarray | None = None
     buckets: np.ndarray | None = None
     integer: bool = False
+    members: tuple | None = None
 
     def __post_init__(self) -> None:
         variables = tuple(self.variables)
+        if self.members is not None:
+            members = tuple(tuple(c) for c in self.members)
+            if len(members) < 2 or members[0] != variables or any(len(c) != len(variables) for c in members):
+                raise ValueError(f"members: expected two or more cliques of {len(variables)} variables, the first {variables}, "
+                                 f"got {self.members!r}")
+            if len({frozenset(c) for c in members}) < len(members):
+                raise ValueError(f"members: a clique is pooled twice in {members}")
+            if self.label_sums is not None or self.buckets is not None:
+                raise ValueError("members: a pooled table has no label sums or buckets")
+            object.__setattr__(self, "members", members)
         values = np.asarray(self.values, dtype=float)
         if self.buckets is not None:
             buckets = np.asarray(self.buckets)
@@ -106,6 +121,11 @@ class Measurement:
     @property
     def shape(self) -> tuple:
         return self.values.shape
+
+    @property
+    def cliques(self) -> tuple:
+        """The cliques this table counts: its members when pooled, else ``(variables,)``."""
+        return self.members if self.members is not None else (self.variables,)
 
     @property
     def variance(self) -> float:

@@ -333,7 +333,7 @@ class _Mechanism:
 
     noise = ""
 
-    def scale(self, n_tables: int, contribution: float = 1.0) -> float:  # pragma: no cover - overridden
+    def scale(self, n_tables: int, contribution: float = 1.0, multiplicity: Sequence[int] | None = None) -> float:  # pragma: no cover - overridden
         raise NotImplementedError
 
     @property
@@ -342,7 +342,7 @@ class _Mechanism:
 
     def release(self, tables: Sequence[Factor], seed=None, contribution: float = 1.0,
                 accountant: PrivacyAccountant | None = None, n: float | None = None,
-                what: str = "tables") -> list[Measurement]:
+                what: str = "tables", members: Sequence | None = None) -> list[Measurement]:
         """Noisy copies of ``tables`` as measurements carrying the noise law and scale.
 
         Parameters
@@ -361,15 +361,19 @@ class _Mechanism:
             Record count to attach to the measurements (the caller charges or declares it).
         what : str
             Name of this part in the accountant's ledger.
+        members : sequence, optional
+            Per table, None or the cliques it pools (a sum of tied cliques' tables, see
+            :attr:`Measurement.members`): each record then weighs in that many times, and the noise
+            scale counts it.
         """
         tables = _check_tables(tables)
-        self.scale(len(tables), contribution)  # checks the arguments before anything is charged
+        self.scale(len(tables), contribution, _multiplicity(tables, members))  # checks the arguments before anything is charged
         if accountant is not None:
             accountant.charge([{"what": what, **self.cost}])
-        return self.measure(tables, noise_generator(seed), contribution, n)
+        return self.measure(tables, noise_generator(seed), contribution, n, members)
 
     def measure(self, tables: Sequence[Factor], rng: np.random.Generator | None = None, contribution: float = 1.0,
-                n: float | None = None) -> list[Measurement]:
+                n: float | None = None, members: Sequence | None = None) -> list[Measurement]:
         """The noisy tables without accounting: what :meth:`release` does after charging. ``rng``
         None samples privately; a Generator samples reproducibly (not private, and no warning: the
         caller has already decided). For callers that charge several parts of one release at once.
@@ -381,11 +385,13 @@ class _Mechanism:
         (True, 1.0)
         """
         tables = _check_tables(tables)
-        scale = self.scale(len(tables), contribution)
+        pooled = list(members) if members is not None else [None] * len(tables)
+        scale = self.scale(len(tables), contribution, _multiplicity(tables, pooled))
         out = []
-        for t in tables:
+        for t, group in zip(tables, pooled):
             noisy = add_noise(t.values, self.noise, scale, rng)
-            out.append(Measurement(t.variables, noisy.astype(float), self.noise, scale, n, integer=_is_integer(t.values)))
+            out.append(Measurement(t.variables, noisy.astype(float), self.noise, scale, n, integer=_is_integer(t.values),
+                                   members=group))
         return out
 
 
@@ -447,14 +453,17 @@ class LaplaceMechanism(_Mechanism):
 
     noise = "laplace"
 
-    def scale(self, n_tables: int, contribution: float = 1.0) -> float:
-        """Laplace b for L1 sensitivity ``contribution * n_tables``.
+    def scale(self, n_tables: int, contribution: float = 1.0, multiplicity: Sequence[int] | None = None) -> float:
+        """Laplace b for L1 sensitivity ``contribution * n_tables``, or ``contribution * sum(multiplicity)``
+        when tables pool several cliques (one record then adds ``multiplicity[t]`` to table t).
 
         Parameters
         ----------
         n_tables : int
         contribution : float
             The public bound of one individual's weight per table.
+        multiplicity : sequence of int, optional
+            Per table, the number of cliques it pools (1 for a plain table).
 
         Returns
         -------
@@ -465,7 +474,8 @@ class LaplaceMechanism(_Mechanism):
         >>> LaplaceMechanism(0.5).scale(n_tables=3, contribution=2)
         12.0
         """
-        return _positive(contribution, "contribution") * _count(n_tables) / self.epsilon
+        total = _count(n_tables) if multiplicity is None else sum(_weights(multiplicity, n_tables))
+        return _positive(contribution, "contribution") * total / self.epsilon
 
     @property
     def cost(self) -> dict:
@@ -511,13 +521,17 @@ class GaussianMechanism(_Mechanism):
         else:
             raise ValueError("rho or (epsilon, delta): the Gaussian mechanism needs a privacy level")
 
-    def scale(self, n_tables: int, contribution: float = 1.0) -> float:
-        """Gaussian sigma for L2 sensitivity ``contribution * sqrt(n_tables)``.
+    def scale(self, n_tables: int, contribution: float = 1.0, multiplicity: Sequence[int] | None = None) -> float:
+        """Gaussian sigma for L2 sensitivity ``contribution * sqrt(n_tables)``, or
+        ``contribution * sqrt(sum(multiplicity^2))`` when tables pool several cliques (a record's
+        ``multiplicity[t]`` counts in table t may all fall in one cell).
 
         Parameters
         ----------
         n_tables : int
         contribution : float
+        multiplicity : sequence of int, optional
+            Per table, the number of cliques it pools (1 for a plain table).
 
         Returns
         -------
@@ -528,12 +542,35 @@ class GaussianMechanism(_Mechanism):
         >>> round(GaussianMechanism(rho=0.5).scale(n_tables=4), 6)
         2.0
         """
-        return _positive(contribution, "contribution") * math.sqrt(_count(n_tables)) / math.sqrt(2 * float(self.rho))  # type: ignore[arg-type]  # set in __post_init__
+        total = _count(n_tables) if multiplicity is None else sum(w * w for w in _weights(multiplicity, n_tables))
+        return _positive(contribution, "contribution") * math.sqrt(total) / math.sqrt(2 * float(self.rho))  # type: ignore[arg-type]  # set in __post_init__
 
     @property
     def cost(self) -> dict:
         """What one release spends: ``{"rho": ...}`` (zCDP)."""
         return {"rho": self.rho}
+
+
+def _multiplicity(tables: Sequence[Factor], members: Sequence | None) -> list[int] | None:
+    """Per table, how many cliques it pools (checked against the tables), or None when none pools."""
+    if members is None:
+        return None
+    members = list(members)
+    if len(members) != len(tables):
+        raise ValueError(f"members: expected one entry (None or the pooled cliques) per table, {len(tables)}, got {len(members)}")
+    out = []
+    for i, (t, group) in enumerate(zip(tables, members)):
+        if group is not None and (len(group) < 2 or tuple(group[0]) != tuple(t.variables)):
+            raise ValueError(f"members[{i}]: expected two or more cliques, the first {t.variables}, got {group!r}")
+        out.append(1 if group is None else len(group))
+    return out
+
+
+def _weights(multiplicity: Sequence[int], n_tables: int) -> list[int]:
+    weights = [int(w) for w in multiplicity]
+    if len(weights) != _count(n_tables) or min(weights) < 1:
+        raise ValueError(f"multiplicity: expected {n_tables} positive counts, one per table, got {list(multiplicity)!r}")
+    return weights
 
 
 def _count(n_tables) -> int:
