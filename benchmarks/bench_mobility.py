@@ -9,7 +9,9 @@ Release  release_tables(..., individuals="person", reweight=True): each person's
          Laplace noise at epsilon in total. Seeded numpy noise of the same law so that the table is
          reproducible (flagged not private: a real release draws from the operating system).
 Methods  naive MLE and CGM-EM (defaults), each with the 23 pair potentials tied (tied=) and free;
-         the tied ones also from a discrete Gaussian release at rho = epsilon^2 / 2 (PSGD's budget:
+         the tied ones also from a pooled Laplace release (release_tables(..., tied=): the 23 pair
+         tables summed into one, one noise draw, the same noise scale: a person still moves at most
+         24 counts in all), and from a discrete Gaussian release at rho = epsilon^2 / 2 (PSGD's budget:
          the Laplace release's L1 sensitivity is 24, the Gaussian's L2 one sqrt(24));
          PSGD: full-batch noisy gradient ascent on the tied chain's log-likelihood, each person's
          gradient (mean over their days) clipped to norm 5, Gaussian noise; 300 steps; step 3 / 23
@@ -107,12 +109,17 @@ def run(epsilons, seeds, n_people):
             grel = release_tables(df, truth_pg, GaussianMechanism(rho=eps**2 / 2), individuals="person", reweight=True,
                                   seed=seed + 9)
             gms = grel.measurements()
+            prel = release_tables(df, truth_pg, LaplaceMechanism(eps), individuals="person", reweight=True, tied=tied,
+                                  seed=seed + 13)
+            pdom, pms = prel.domain, prel.measurements()
             fits = {}
             for name, fn in (
                 ("naive, tied", lambda: naive_mle(dom, ms, tied=tied).model),
                 ("naive, free", lambda: naive_mle(dom, ms).model),
                 ("CGM-EM, tied", lambda: cgm_em(dom, ms, tied=tied, progress=False).model),
                 ("CGM-EM, free", lambda: cgm_em(dom, ms, progress=False).model),
+                ("naive, tied, pooled release", lambda: naive_mle(pdom, pms, tied=tied).model),
+                ("CGM-EM, tied, pooled release", lambda: cgm_em(pdom, pms, tied=tied, progress=False).model),
                 ("naive, tied, Gaussian release", lambda: naive_mle(dom, gms, tied=tied).model),
                 ("CGM-EM, tied, Gaussian release", lambda: cgm_em(dom, gms, tied=tied, progress=False).model),
                 ("PSGD, tied", lambda: psgd(codes, df["person"].to_numpy(), dom, eps**2 / 2, np.random.default_rng(seed + 11))),

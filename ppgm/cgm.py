@@ -282,7 +282,8 @@ def noise_aware_l2(ms: Sequence[Measurement], N: float, tie: "Tying | None" = No
     rho = []
     for m, pooled in zip(ms, _pooled(ms, tie)):
         cells = m.values.size
-        rho.append(np.sqrt(_member_variance(m) / pooled) / (N / cells))  # a tied table's noise averages over its group
+        # a tied table's noise averages over its group; a pooled table stands for each clique it sums
+        rho += [np.sqrt(_member_variance(m) / pooled) / (N / cells)] * len(m.cliques)
     return float(np.clip(3 * np.median(rho), 0.1, 1.0)) / N
 
 
@@ -304,7 +305,8 @@ def noise_calibrated_l2(ms: Sequence[Measurement], N: float, tie: "Tying | None"
     >>> round(noise_calibrated_l2(ys, 1000.0) * 1000, 4)   # r = 2 * 10^2 * 2 / 1000 = 0.4
     1.4
     """
-    r = float(np.median([_member_variance(m) * m.values.size / N / pooled for m, pooled in zip(ms, _pooled(ms, tie))]))
+    r = float(np.median([_member_variance(m) * m.values.size / N / pooled  # the median over cliques: a pooled table
+                         for m, pooled in zip(ms, _pooled(ms, tie)) for _ in m.cliques]))  # counts for each it sums
     return (1.0 + r) / N
 
 
