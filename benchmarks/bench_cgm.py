@@ -152,6 +152,11 @@ def main(quick: bool, seeds: tuple) -> None:
                     row["ratio_mbi"] = float(np.median([r["CGM-EM"][2] / r["mbi MD L2"][2] for r in runs]))
                 rows.append(row)
                 print(row, flush=True)
+    write_table(rows, methods, seeds)
+
+
+def write_table(rows: list, methods: list, seeds: tuple, note: str = "") -> None:
+    """RESULTS.md's "cgm" section from the grid's rows (one dict per cell, as ``main`` prints them)."""
     best_mbi = lambda r: min(r[m][0] for m in methods if m.startswith("mbi"))  # noqa: E731
     wins_naive = sum(r["CGM-EM"][0] < r["naive MLE"][0] for r in rows)
     wins_cal = sum(r["CGM-EM"][0] < r["naive, calibrated L2"][0] for r in rows)
@@ -161,11 +166,13 @@ def main(quick: bool, seeds: tuple) -> None:
     lines = ["## CGM-EM (`benchmarks/bench_cgm.py`)", "",
              f"Machine: {machine()}. Mean over {len(seeds)} trials per cell (each its own population and noise draw), report "
              f"seeds {', '.join(map(str, seeds))}; ppgm's defaults were set on the tuning seeds {', '.join(map(str, TUNING_SEEDS))}. "
-             "Each entry: exact KL(true || learned) in nats (sd over trials) / mean edge-marginal TV / median time. "
+             + note
+             + "Each entry: exact KL(true || learned) in nats (sd over trials) / mean edge-marginal TV / median time. "
              "mbi MD L2 / L1: private-pgm's MirrorDescent with the squared or absolute loss, residuals divided by the "
              f"Laplace noise's standard deviation, run to its own stopping rule (tol {MBI_TOL:g}, at most {MBI_MAX:,} "
              "iterations; median iterations in brackets), warm time (cold, compiling first calls: "
-             + (", ".join(f"{'chain' if g == 0 else 'ER'} {n.upper()} {t:.1f} s" for (g, n), t in MBI_COLD.items()) if mbi else "")
+             + ((", ".join(f"{'chain' if g == 0 else 'ER'} {n.upper()} {t:.1f} s" for (g, n), t in MBI_COLD.items()) or "not recorded")
+                if mbi else "")
              + "). "
              + ("" if mbi is not None else "mbi was not installed for this run. ")
              + "pgmpy 1.1.2's MirrorDescentEstimator is not a row: it takes the model and the raw DataFrame and counts "
