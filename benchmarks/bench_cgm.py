@@ -48,20 +48,13 @@ from _results import machine, write_section  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
-from ppgm import Factor, MarkovNetwork, contingency_tables, infer, kl_divergence, sample  # noqa: E402
+from ppgm import Factor, contingency_tables, infer, kl_divergence, sample  # noqa: E402
 from ppgm.cgm import cgm_em, naive_mle, noise_calibrated_l2  # noqa: E402
 from ppgm.mechanisms import LaplaceMechanism  # noqa: E402
 from ppgm.mle import fit_marginals  # noqa: E402
 from ppgm.random_models import erdos_renyi, third_order_chain  # noqa: E402
 
-try:
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
-    jax.config.update("jax_enable_compilation_cache", False)  # cold means cold
-    import mbi
-except ImportError:  # pragma: no cover
-    mbi = None
+from _mbi import MirrorDescentFit, mbi  # noqa: E402
 
 
 def edge_tv(truth_marg, model) -> float:
@@ -77,22 +70,8 @@ MBI_COLD: dict = {}  # (graph, norm) -> time of the first, compiling call
 
 
 def run_mbi(truth, ys, N, norm="l2"):
-    dom = mbi.Domain(list(truth.domain.variables), list(truth.domain.cards))
-    meas = [mbi.LinearMeasurement(y.values.ravel(), y.variables, stddev=float(np.sqrt(y.variance))) for y in ys]
-    loss = mbi.marginal_loss.from_linear_measurements(meas, dom, norm=norm)
-    blocks = [0]
-
-    def count(_):
-        blocks[0] += 1
-
-    model = mbi.estimation.MirrorDescent().estimate(dom, loss, known_total=float(N), iters=MBI_MAX, tol=MBI_TOL,
-                                                    callback_fn=count)
-    MBI_ITERS["last"] = 50 * blocks[0]
-    factors = []
-    for clique in model.potentials.cliques:
-        f = model.potentials[clique]
-        factors.append(Factor(tuple(f.domain.attributes), np.asarray(f.values, dtype=float)))
-    return MarkovNetwork(truth.domain, factors)
+    model, MBI_ITERS["last"] = MirrorDescentFit(truth.domain, ys, N, norm)(MBI_MAX, MBI_TOL)
+    return model
 
 
 def run_cell(make, g_index, N, eps, seed):

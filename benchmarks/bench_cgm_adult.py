@@ -42,17 +42,8 @@ from adult_case import adult_case, workload_tv  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
-from ppgm import Factor, MarkovNetwork  # noqa: E402
+from _mbi import MirrorDescentFit, mbi  # noqa: E402
 from ppgm.cgm import cgm_em, naive_mle  # noqa: E402
-
-try:
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
-    jax.config.update("jax_enable_compilation_cache", False)  # cold means cold
-    import mbi
-except ImportError:  # pragma: no cover
-    mbi = None
 
 EPSILONS = (0.1, 0.5, 1.0, 5.0)
 SEEDS = (1, 2, 3)
@@ -71,25 +62,12 @@ def timed(fn, repeats: int = 3):
 
 
 def run_mbi(case, norm: str, iters: int, tol: float | None):
-    dom = mbi.Domain(list(case["domain"].variables), list(case["domain"].cards))
-    meas = [mbi.LinearMeasurement(y.values.ravel(), y.variables, stddev=float(np.sqrt(y.variance))) for y in case["ys"]]
-    loss = mbi.marginal_loss.from_linear_measurements(meas, dom, norm=norm)
-    blocks = [0]
-
-    def count(_):
-        blocks[0] += 1
-
-    def fit():
-        blocks[0] = 0
-        return mbi.estimation.MirrorDescent().estimate(dom, loss, known_total=case["N"], iters=iters, tol=tol, callback_fn=count)
-
+    fit = MirrorDescentFit(case["domain"], case["ys"], case["N"], norm)
     t0 = time.perf_counter()
-    fit()
+    fit(iters, tol)
     MBI_COLD.setdefault(norm, time.perf_counter() - t0)  # the first call of a loss compiles: cold
-    model, warm, _ = timed(fit)
-    factors = [Factor(tuple(model.potentials[c].domain.attributes), np.asarray(model.potentials[c].values, float))
-               for c in model.potentials.cliques]
-    return MarkovNetwork(case["domain"], factors), warm, 50 * blocks[0]
+    (model, its), warm, _ = timed(lambda: fit(iters, tol))
+    return model, warm, its
 
 
 def run_seed(eps: float, seed: int) -> dict:
