@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from .domain import Domain
 from .junction_tree import JunctionTree
-from .mer import ConvexProgram, Divergence, MERResult
+from .mer import FIRST_ORDER_COST, ConvexProgram, Divergence, MERResult
 from .sample_sets import Moments
 
 #: Partial-correlation magnitude above which an entry of the information matrix is an edge. MER's
@@ -86,6 +86,9 @@ class GaussianMER(ConvexProgram):
         self.means = dict(means) if means is not None else {v: 0.0 for v in self.variables}
         domain = Domain(self.variables, (2,) * n)
         self.tree = JunctionTree.build(domain, [m.variables for m in edges] + [(v,) for v in self.variables], max_cells=None)
+        sizes = np.array([len(c) for c in self.tree.cliques], dtype=float)
+        self.cone_cost = float(np.sum((sizes * (sizes + 1) / 2) ** 3))
+        self.first_order = self.cone_cost > FIRST_ORDER_COST
         # one scalar per entry (i <= j) of the chordal pattern
         index: dict = {}
         for clique in self.tree.cliques:

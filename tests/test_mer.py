@@ -114,6 +114,34 @@ def test_infeasible_gamma_names_s_tilde():
 def test_choose_gamma_rule():
     assert choose_gamma(0.1, None, None)[0] == pytest.approx(1.0)
     assert choose_gamma(0.1, 0.3, None) == (0.3, choose_gamma(0.1, 0.3, None)[1])
+    with pytest.raises(ValueError, match="consistent_gamma"):
+        choose_gamma(0.0, None, None)
+    assert choose_gamma(0.0, None, None, 0.2)[0] == 0.2
+
+
+def test_feasibility_gamma_covers_the_truth():
+    """The chi-square rule's promise, by simulation: at gamma = feasibility_gamma(0.05) the true
+    covariance meets every tolerance (node and edge KL divergences from the sample moments) in at
+    least 95% of data sets; and at a tenth of it, it fails often (the rule is not vacuous)."""
+    rng = np.random.default_rng(5)
+    names = ("a", "b", "c")
+    cov = np.array([[1.0, 0.5, 0.2], [0.5, 1.0, 0.4], [0.2, 0.4, 1.0]])
+    inside, tight = 0, 0
+    for rep in range(300):
+        x = rng.multivariate_normal(np.zeros(3), cov, size=200)
+        means, nodes, edges = pooled_moments([SampleSet(names, x)], names)
+        prog = GaussianMER(names, nodes, edges, means=means)
+        g = prog.feasibility_gamma(0.05)
+        kls = []
+        for m in list(nodes) + list(edges):
+            ix = [names.index(v) for v in m.variables]
+            P, Q = cov[np.ix_(ix, ix)], m.covariance
+            kls.append(0.5 * (np.trace(np.linalg.solve(Q, P)) - np.linalg.slogdet(P)[1] + np.linalg.slogdet(Q)[1] - len(ix)))
+        tol = g * prog.weights
+        inside += bool(np.all(np.array(kls) <= tol))
+        tight += bool(np.all(np.array(kls) <= 0.1 * tol))
+    assert inside / 300 >= 0.95
+    assert tight / 300 < 0.5
 
 
 def test_solver_fallback_is_reported():
@@ -310,3 +338,27 @@ def test_a_loose_solve_is_reported_inaccurate_never_optimal():
     assert any("exceeds" in n and "tolerance constraint" in n for n in loose.notes)
     over = [c for c in loose.constraints if c["divergence"] > c["tolerance"] * 1.001]
     assert over  # the note is about real violations, computed from the returned point
+
+
+def test_large_cones_are_solved_first_order_and_agree_with_the_interior_point(monkeypatch):
+    """A program whose PSD cones cost more than FIRST_ORDER_COST is solved by SCS first (the
+    threshold lowered here so that a small program takes that path); its s~ (read from the returned
+    point, so attained), entropy, covariance and graph agree with Clarabel's."""
+    import ppgm.mer_gaussian as mg
+
+    assert not _gaussian_program(n=12, seed=4, extra=2)[0].first_order
+    monkeypatch.setattr(mg, "FIRST_ORDER_COST", 0.0)
+    prog, nodes, eds, _ = _gaussian_program(n=12, seed=4, extra=2)
+    assert prog.first_order
+    first = prog.mer(gamma_ratio=3)
+    assert first.solver == "SCS" and first.status == "optimal"
+    s_first = first.s_tilde
+    monkeypatch.setattr(mg, "FIRST_ORDER_COST", np.inf)
+    other, *_ = _gaussian_program(n=12, seed=4, extra=2)
+    ref = other.mer(gamma=first.gamma)
+    assert ref.solver == "CLARABEL"
+    s_ref = other.s_tilde()
+    assert s_ref <= s_first * (1 + 1e-6) and s_first == pytest.approx(s_ref, rel=3e-3)
+    assert first.entropy == pytest.approx(ref.entropy, abs=1e-4)
+    np.testing.assert_allclose(first.covariance, ref.covariance, atol=1e-3)
+    assert first.edges() == ref.edges()
