@@ -132,7 +132,9 @@ class MERFit(MERResult):
         return MERFit._wrap(result, self.domain, self.program_)
 
     def constraints_frame(self) -> pd.DataFrame:
-        """The constraints as a DataFrame: scope, kind, n, dof, tolerance, divergence, dual value, active.
+        """The constraints as a DataFrame: scope, kind, n, dof, tolerance, divergence, dual value, active;
+        for discrete edges also the fitted interaction (nats) and its z (interaction over its standard
+        error at the edge's sample size, see :func:`ppgm.mer_discrete.interaction_se`).
 
         Returns
         -------

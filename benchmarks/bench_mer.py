@@ -344,6 +344,58 @@ def gamma_rule(seeds=REPORT_SEEDS):
     return "\n".join(lines) + "\n\n" + note
 
 
+def tree_case(seed, n=12, states=2):
+    """A random tree of ``n`` variables (couplings +-[0.6, 1.0] on (states x states) agreement
+    potentials) seen through windows of a node, its parent and its grandparent, 300-1000 rows each:
+    every grandparent pair is observed jointly and dependent only through the parent."""
+    rng = np.random.default_rng(seed)
+    names = [f"t{i}" for i in range(n)]
+    parent = [-1] + [int(rng.integers(0, i)) for i in range(1, n)]
+    edges = [(parent[i], i) for i in range(1, n)]
+    dom = Domain(tuple(names), (states,) * n)
+    agree = np.eye(states) * 2 - 1 if states == 2 else np.eye(states) - 1 / states
+    fs = [Factor((names[i], names[j]), rng.choice([-1, 1]) * rng.uniform(0.6, 1.0) * agree) for i, j in edges]
+    fs += [Factor((v,), rng.normal(0, 0.3, states)) for v in names]
+    mn = MarkovNetwork(dom, fs)
+    windows = [sorted([parent[parent[i]], parent[i], i]) if parent[parent[i]] >= 0 else sorted([parent[i], i]) for i in range(1, n)]
+    sets = [SampleSet([names[k] for k in w], sample(mn, int(rng.integers(300, 1000)), seed=int(rng.integers(1 << 30)))[:, w]) for w in windows]
+    return mn, sets, [(names[i], names[j]) for i, j in edges]
+
+
+def edge_readings(seeds=tuple(range(100, 110))):
+    """Discrete graph reading: the absolute 0.05-nat threshold (the default) against thresholds on z,
+    the fitted interaction over its standard error at the edge's sample size."""
+    readings = {"abs. interaction > 0.05 nats (default)": lambda r: r["interaction"] > 0.05}
+    for zc in (1, 2, 3):
+        readings[f"z > {zc}"] = (lambda zc: lambda r: r["z"] > zc)(zc)
+    lines = ["| tree | reading | precision | recall | F1 | false edges | missed edges |", "|---|---|---|---|---|---|---|"]
+    for states in (2, 3):
+        tally = {k: [0, 0, 0] for k in readings}
+        for seed in seeds:
+            mn, sets, truth = tree_case(seed, states=states)
+            nodes, eds = pooled_counts(sets, mn.domain)
+            res = DiscreteMER(mn.domain, nodes, eds).mer()
+            T = {frozenset(e) for e in truth}
+            for k, keep in readings.items():
+                found = {frozenset(r["scope"]) for r in res.constraints if r["kind"] == "edge" and keep(r)}
+                tally[k][0] += len(found & T)
+                tally[k][1] += len(found - T)
+                tally[k][2] += len(T - found)
+        for k, (tp, fp, fn) in tally.items():
+            pr, rc = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
+            lines.append(f"| 12 nodes, {states} states | {k} | {pr:.3f} | {rc:.3f} | {2 * pr * rc / (pr + rc):.3f} | {fp} | {fn} |")
+    note = (
+        f"Totals over report seeds {seeds[0]}-{seeds[-1]} (11 true edges each), MER at its default gamma. On tuning seeds "
+        "0-19 the same readings gave F1 0.973 / 0.993 (binary / 3 states) at 0.05 nats, 0.969 / 0.989 at z > 1, "
+        "0.993 / 0.955 at z > 2, 0.998 / 0.878 at z > 3: a threshold on z removes the binary trees' false "
+        "grandparent edges (fitted at 0.10-0.16 nats, z up to 3.1) but drops the 3-state trees' true edges, "
+        "which MER's tolerance (dof 8 per edge) shrinks to z 0.2-2 at these sample sizes. No reading tied to n "
+        "beat the absolute threshold on both, so the graph is read at 0.05 nats and every edge row of "
+        "`constraints` carries its interaction and z for a reading of your own."
+    )
+    return "\n".join(lines) + "\n\n" + note
+
+
 def glasso(seeds, n=16, chords=0):
     from sklearn.covariance import graphical_lasso
 
@@ -399,6 +451,7 @@ def main(argv=None) -> None:
         "### Scale (INI + MER at the default gamma)\n\n" + scale((50, 100, 200, 400), seeds[:2]) + "\n\n" + SCALE_NOTE,
         "### The default gamma on report seeds\n\n" + gamma_rule(),
         "### Discrete program\n\n" + discrete(seeds[:2]),
+        "### Discrete graph reading: absolute threshold or z\n\n" + edge_readings(),
         "### Peer: graphical lasso on the pooled pairwise-complete covariance\n\n" + glasso(seeds[:3]) + "\n\n"
         + glasso(seeds[:1], n=50, chords=5) + "\n\n" + glasso(seeds[:1], n=100, chords=10) + "\n\n" + glasso(seeds[:1], n=200, chords=20)
         + "\n\n" + glasso(seeds[:1], n=400, chords=40) + "\n\nAt n = 400 graphical lasso's path has 10 alphas (about 33 s each), not 30.",

@@ -439,7 +439,9 @@ class MERResult:
         The tolerance scale used (s~ itself for INI), INI's optimum, the exponent p.
     constraints : list of dict
         One row per statistic: scope, kind (node / edge), n, dof, tolerance, divergence at the
-        solution, dual value, active.
+        solution, dual value, active; discrete edge rows add ``interaction`` (largest |entry| of the
+        doubly centred edge log-potential, nats) and ``z`` (that over its standard error at the
+        edge's n, see :func:`ppgm.mer_discrete.interaction_se`).
     graph : networkx.Graph
         Edges read from the fitted parameters (partial correlations, or the pairwise interaction of
         the log-potentials) above ``graph_tol``; nodes are the variables.

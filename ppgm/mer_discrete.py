@@ -181,6 +181,8 @@ class DiscreteMER(ConvexProgram):
         node_pot = {v: np.zeros(dom.shape((v,))) for v in self.variables}
         edge_pot, strength = {}, {}
         for d, q, row in zip(self.divergences, self.targets, result.constraints):
+            if d.kind == "edge":
+                row["interaction"], row["z"] = 0.0, 0.0
             # complementary slackness: an inactive constraint's dual is zero (the solver leaves a small
             # positive residue of the order of its tolerance, which would leak into the potentials)
             lam = row["dual"] if np.isfinite(row["dual"]) and row["active"] else 0.0
@@ -197,6 +199,8 @@ class DiscreteMER(ConvexProgram):
             node_pot[d.scope[1]] = node_pot[d.scope[1]] + c.ravel() + psi.mean()
             edge_pot[d.scope] = inter
             strength[d.scope] = float(np.abs(inter).max())
+            row["interaction"] = strength[d.scope]
+            row["z"] = float(np.max(np.abs(inter) / interaction_se(q, d.n)))
         g = nx.Graph()
         g.add_nodes_from(self.variables)
         g.add_edges_from((a, b, {"interaction": s}) for (a, b), s in strength.items() if s > self.graph_tol)
@@ -204,6 +208,40 @@ class DiscreteMER(ConvexProgram):
         pots = {(v,): node_pot[v] for v in self.variables}
         pots.update({e: edge_pot[e] for e in edge_pot})
         result.log_potentials = pots
+
+
+def interaction_se(table: np.ndarray, n: float) -> np.ndarray:
+    """Standard error of each entry of a pair table's doubly centred log-table (its interaction, in
+    nats) under independence, from ``n`` samples: Var_ij = (1 / n) (sum_a (d_ai - 1/K)^2 / p_a)
+    (sum_b (d_bj - 1/L)^2 / q_b), the delta method on log counts, with p and q the table's margins.
+
+    MER's edge rows carry ``z``, the largest |interaction| / se of the fitted edge potential: a
+    reading of each edge against its own sample size (the graph itself is read at ``graph_tol``
+    nats; see ``benchmarks/RESULTS.md`` for how the two readings compare).
+
+    Parameters
+    ----------
+    table : numpy.ndarray, shape (K, L)
+        Probabilities or counts (only the margins' proportions are used).
+    n : float
+        Sample size.
+
+    Returns
+    -------
+    numpy.ndarray, shape (K, L)
+
+    Examples
+    --------
+    >>> interaction_se(np.full((2, 2), 0.25), 100.0)  # a quarter of the log odds ratio's 2 / 5
+    array([[0.1, 0.1],
+           [0.1, 0.1]])
+    """
+    t = np.asarray(table, dtype=float)
+    p, q = t.sum(axis=1) / t.sum(), t.sum(axis=0) / t.sum()
+    K, L = t.shape
+    U = (np.eye(K) - 1.0 / K) ** 2
+    V = (np.eye(L) - 1.0 / L) ** 2
+    return np.sqrt(np.outer(U @ (1.0 / p), V @ (1.0 / q)) / n)
 
 
 def _xlogx(x: np.ndarray) -> np.ndarray:

@@ -362,3 +362,38 @@ def test_large_cones_are_solved_first_order_and_agree_with_the_interior_point(mo
     assert first.entropy == pytest.approx(ref.entropy, abs=1e-4)
     np.testing.assert_allclose(first.covariance, ref.covariance, atol=1e-3)
     assert first.edges() == ref.edges()
+
+
+def test_interaction_se_matches_simulation_and_the_delta_method_matrix():
+    """interaction_se against the explicit delta-method covariance (kron of centring matrices) and
+    against the spread of doubly centred log-tables of multinomial samples under independence."""
+    from ppgm.mer_discrete import interaction_se
+
+    rng = np.random.default_rng(0)
+    p, q = np.array([0.2, 0.3, 0.5]), np.array([0.4, 0.6])
+    n = 4000
+    A = np.kron(np.eye(3) - 1 / 3, np.eye(2) - 1 / 2)
+    explicit = np.sqrt(np.diag(A @ np.diag(1 / (n * np.outer(p, q)).ravel()) @ A.T)).reshape(3, 2)
+    np.testing.assert_allclose(interaction_se(np.outer(p, q), n), explicit, rtol=1e-12)
+    draws = rng.multinomial(n, np.outer(p, q).ravel(), size=4000).reshape(-1, 3, 2).astype(float)
+    lt = np.log(draws)
+    inter = lt - lt.mean(axis=2, keepdims=True) - lt.mean(axis=1, keepdims=True) + lt.mean(axis=(1, 2), keepdims=True)
+    np.testing.assert_allclose(inter.std(axis=0), explicit, rtol=0.06)
+
+
+def test_discrete_edge_rows_carry_interaction_and_z():
+    prog, *_ = _discrete_program()
+    res = prog.mer(gamma_ratio=3)
+    from ppgm.mer_discrete import interaction_se
+
+    for row, d, q in zip(res.constraints, prog.divergences, prog.targets):
+        if d.kind != "edge":
+            assert "z" not in row
+            continue
+        pot = res.log_potentials.get(d.scope)
+        if pot is None:
+            assert row["interaction"] == 0.0 and row["z"] == 0.0
+        else:
+            assert row["interaction"] == pytest.approx(np.abs(pot).max())
+            assert row["z"] == pytest.approx(np.max(np.abs(pot) / interaction_se(q, d.n)))
+    assert any(r.get("z", 0) > 0 for r in res.constraints)
