@@ -439,11 +439,56 @@ def glasso(seeds, n=16, chords=0):
     return "\n".join(lines)
 
 
+UNIT_FACTORS = {
+    "x300 (every column)": lambda k: 300.0,
+    "x1000": lambda k: 1000.0,
+    "x0.01": lambda k: 0.01,
+    "x0.001": lambda k: 1e-3,
+    "half the columns x1000": lambda k: 1000.0 if k % 2 else 1.0,
+    "x1e3 and x1e-3 alternating": lambda k: 1e3 if k % 2 else 1e-3,
+}
+
+
+def units(seeds):
+    """The 16-node cycle's sample sets in other units (per-variable factors): the program is
+    standardised, so s~, the graph and the status must not move, and the covariance must be D S D."""
+    lines = [
+        "| units | s~ / s~ in the original units (min-max) | same graph | largest relative error of D S D | statuses |",
+        "|---|---|---|---|---|",
+    ]
+    for label, fac in UNIT_FACTORS.items():
+        ratios, same, err, statuses = [], 0, 0.0, set()
+        for seed in seeds:
+            names, ss, _ = gaussian_case(16, 0, seed)
+            d = np.array([fac(k) for k in range(len(names))])
+            pos = {v: i for i, v in enumerate(names)}
+            scaled = [SampleSet(x.variables, x.values * d[[pos[v] for v in x.variables]]) for x in ss]
+            fits = []
+            for sets in (ss, scaled):
+                means, nodes, eds = pooled_moments(sets, names)
+                fits.append(GaussianMER(names, nodes, eds, means=means).mer())
+            base, other = fits
+            ratios.append(other.s_tilde / base.s_tilde)
+            same += other.edges() == base.edges()
+            err = max(err, float(np.max(np.abs(other.covariance - base.covariance * np.outer(d, d)) / np.abs(base.covariance * np.outer(d, d)).max())))
+            statuses.add(other.status)
+        lines.append(f"| {label} | {min(ratios):.6f}-{max(ratios):.6f} | {same}/{len(seeds)} | {err:.1e} | {', '.join(sorted(statuses))} |")
+    return "\n".join(lines) + (
+        "\n\nBefore the program was standardised (issue #22): x300 and x1000 gave s~ 150-830x too large and an empty graph "
+        "with status optimal, x0.01 and below wrong graphs flagged inaccurate, and mixed x1e3 / x1e-3 columns an error.")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer data sets")
+    ap.add_argument("--units-only", action="store_true", help="only the units table (its own section of RESULTS.md)")
     args = ap.parse_args(argv)
     seeds = [0, 1] if args.quick else [0, 1, 2, 3, 4]
+    units_text = f"### Units (`python benchmarks/bench_mer.py --units-only`)\n\n{units(seeds)}"
+    print(units_text)
+    write_section("mer-units", units_text)
+    if args.units_only:
+        return
     parts = [
         f"## MER / INI\n\n`python benchmarks/bench_mer.py{' --quick' if args.quick else ''}` on {machine()}; Clarabel via cvxpy "
         f"{cp.__version__}. Graph read at |partial correlation| > 0.05 (Gaussian) or |interaction| > 0.05 nats (discrete).",
