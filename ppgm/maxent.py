@@ -101,6 +101,13 @@ class MaxEntLayout:
         self._first, self._second, self._stride = first, second, cards[second]
         self._cell_offsets = np.concatenate([[0], np.cumsum([len(s) for s in self.cell_slots])[:-1]]).astype(np.int64)
         self._flat_slots = np.concatenate(self.cell_slots) if self.cell_slots else np.zeros(0, np.int64)
+        # Without hashed tables a cell is its slot, and the cells of all tables are one product
+        # (T x F) @ codes: a float64 matmul, exact for integers below 2^53 (4x faster than gathers).
+        self._direct = bool(np.array_equal(self._flat_slots, np.arange(self._flat_slots.size))) and self._flat_slots.size < 2**52
+        M = np.zeros((len(self.scopes), F + 1))
+        np.add.at(M, (np.arange(len(self.scopes)), first), self._stride.astype(float))
+        np.add.at(M, (np.arange(len(self.scopes)), second), 1.0)
+        self._cell_matrix = np.ascontiguousarray(M[:, :F])
 
     @property
     def n_slots(self) -> int:
@@ -114,6 +121,10 @@ class MaxEntLayout:
         """:meth:`slots` laid out table by table, shape (T, N), C-contiguous (each table's gather and
         the sums over tables then run along contiguous rows)."""
         codes_t = np.asarray(codes).T
+        if self._direct and codes_t.size and codes_t.min() >= 0:
+            cells = self._cell_matrix @ codes_t.astype(np.float64)
+            cells += self._cell_offsets[:, None]
+            return cells.astype(np.int64)
         ext = np.concatenate([codes_t, np.zeros((1, codes_t.shape[1]), codes_t.dtype)], axis=0)
         a, b = ext[self._first], ext[self._second]
         cells = a * self._stride[:, None] + b
@@ -258,11 +269,15 @@ def shard_step(shard: ChainShard, layout: "MaxEntLayout", mu: np.ndarray, theta:
     slots = layout.slots_by_table(shard.chains)
     shard.slots = slots
     sig = _sigmoid(theta0 + theta[slots].sum(axis=0))
-    flat, S, T = slots.ravel(), layout.n_slots, slots.shape[0]
+    flat, S = slots.ravel(), layout.n_slots
+    per_cell = np.empty(slots.shape)  # a chain's weight in every table (filled in place: no tiled copies)
+    per_cell[:] = sig
+    by_sig = np.bincount(flat, weights=per_cell.ravel(), minlength=S)
+    per_cell[:] = sig * (1 - sig)
     stats = (
         np.bincount(flat, minlength=S).astype(float),
-        np.bincount(flat, weights=np.tile(sig, T), minlength=S),
-        np.bincount(flat, weights=np.tile(sig * (1 - sig), T), minlength=S),
+        by_sig,
+        np.bincount(flat, weights=per_cell.ravel(), minlength=S),
         float(sig.sum()),
         float((sig * (1 - sig)).sum()),
         len(sig),
@@ -360,10 +375,12 @@ def _sample_nb_chains(model: MaxEntModel, n_chains: int, rng: np.random.Generato
 def _categorical(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One draw per column of softmax(logits) (categories along axis 0, one column per chain), by
     inverse CDF. The (K, n) layout makes the max, the cumulative sum and the count run across
-    chains on contiguous rows (2.3x faster than along the rows of an (n, K) array)."""
+    chains on contiguous rows (2.3x faster than along the rows of an (n, K) array); the cumulative
+    sum adds row to row (numpy's cumsum along axis 0 does not vectorise across the rows)."""
     p = logits - logits.max(axis=0)
     np.exp(p, out=p)
-    np.cumsum(p, axis=0, out=p)
+    for k in range(1, p.shape[0]):  # the cumulative sum row by row: 5-20x faster than np.cumsum(axis=0)
+        np.add(p[k], p[k - 1], out=p[k])
     u = rng.random(p.shape[1], dtype=p.dtype) * p[-1]
     return np.minimum((p < u).sum(axis=0, dtype=np.int64), p.shape[0] - 1)
 
@@ -408,22 +425,32 @@ class _Gibbs:
 
     def sweep(self, chains: np.ndarray, y: np.ndarray, Wmu: np.ndarray, Wth: np.ndarray, rng: np.random.Generator) -> None:
         n = len(chains)
+        # The chains are visited grouped by label (y = 0 first): a feature's logits are then
+        # Wmu' x for one group and (Wmu + Wth)' x for the other, half the products of computing
+        # both terms for every chain. The chains go back to their own order at the end (the
+        # convergence test reads the first chains as a fair sample).
+        order = np.argsort(y, kind="stable")
+        n0 = int(n - np.count_nonzero(y))
+        states = chains[order]
         # float32 halves the cost of the products; logits are O(10), far from float32's limits.
         # One-hot states are held transposed (width x chains) so each feature's logits come out as
         # (K, chains), the layout _categorical reduces fastest.
         onehot = np.zeros((self.width, n), dtype=np.float32)
         cols = np.arange(n)
-        onehot[self.off[None, :] + chains, cols[:, None]] = 1.0
-        yf = y.astype(np.float32)
-        W = np.concatenate([Wmu, Wth], axis=1).astype(np.float32)
+        onehot[self.off[None, :] + states, cols[:, None]] = 1.0
+        W0 = np.ascontiguousarray(Wmu.T, dtype=np.float32)
+        W1 = np.ascontiguousarray((Wmu + Wth).T, dtype=np.float32)
+        logits = np.empty((int(self.cards.max()), n), dtype=np.float32)
         for f in range(len(self.cards)):
             K, o = int(self.cards[f]), int(self.off[f])
-            block = np.concatenate([W[:, o : o + K], W[:, self.width + o : self.width + o + K]], axis=1).T.copy()
-            L = block @ onehot
-            new = _categorical(L[:K] + yf * L[K:], rng)
+            L = logits[:K]
+            L[:, :n0] = W0[o : o + K] @ onehot[:, :n0]
+            L[:, n0:] = W1[o : o + K] @ onehot[:, n0:]
+            new = _categorical(L, rng)
             onehot[o : o + K] = 0.0
             onehot[o + new, cols] = 1.0
-            chains[:, f] = new
+            states[:, f] = new
+        chains[order] = states
 
 
 def fit_maxent(
