@@ -108,7 +108,18 @@ def run_cell(make, g_index, N, eps, seed):
             for name, (model, t) in res.items()}
 
 
-def main(quick: bool, seeds: tuple) -> None:
+def printed_rows(path: str) -> list:
+    """The rows an earlier run printed (one dict per line, as ``main`` prints them): to finish a grid
+    that was stopped, run with ``--resume LOG`` and only the missing cells are computed."""
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        if line.startswith("{'graph'"):
+            rows.append(eval(line, {"np": np}))  # our own printed dicts (numpy scalars as np.float64(...))
+    return rows
+
+
+def main(quick: bool, seeds: tuple, done: list | None = None) -> None:
+    done = done or []
     Ns = [10_000, 100_000, 1_000_000]
     epsilons = [0.1, 1.0] if quick else [0.1, 0.5, 1.0]
     graphs = [("chain", third_order_chain)] + ([] if quick else [("ER p=0.3", lambda **k: erdos_renyi(p=0.3, **k))])
@@ -117,6 +128,10 @@ def main(quick: bool, seeds: tuple) -> None:
     for g_index, (gname, make) in enumerate(graphs):
         for N in Ns:
             for eps in epsilons:
+                earlier = [r for r in done if (r["graph"], r["N"], r["eps"]) == (gname, N, eps)]
+                if earlier:
+                    rows.append(earlier[0])
+                    continue
                 runs = [run_cell(make, g_index, N, eps, s) for s in seeds]
                 row = {"graph": gname, "N": N, "eps": eps}
                 for m in methods:
@@ -131,7 +146,10 @@ def main(quick: bool, seeds: tuple) -> None:
                     row["ratio_mbi"] = float(np.median([r["CGM-EM"][2] / r["mbi MD L2"][2] for r in runs]))
                 rows.append(row)
                 print(row, flush=True)
-    write_table(rows, methods, seeds)
+    note = (f"{len([r for r in rows if r in done])} of the {len(rows)} cells come from an earlier run of the same script "
+            "(same seeds and settings) that was stopped; the others, and the cold times, from the run that finished it. "
+            if done else "")
+    write_table(rows, methods, seeds, note)
 
 
 def write_table(rows: list, methods: list, seeds: tuple, note: str = "") -> None:
@@ -182,5 +200,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="chains only, eps in {0.1, 1}")
     ap.add_argument("--seeds", type=int, nargs="+", default=list(REPORT_SEEDS), help="trials per cell (the report seeds)")
+    ap.add_argument("--resume", metavar="LOG", help="a stopped run's printed output: compute only the cells it lacks")
     args = ap.parse_args()
-    main(args.quick, tuple(args.seeds))
+    main(args.quick, tuple(args.seeds), printed_rows(args.resume) if args.resume else None)
