@@ -439,7 +439,7 @@ class MERResult:
         The tolerance scale used (s~ itself for INI), INI's optimum, the exponent p.
     constraints : list of dict
         One row per statistic: scope, kind (node / edge), n, dof, tolerance, divergence at the
-        solution, dual value, active; discrete edge rows add ``interaction`` (largest |entry| of the
+        solution, dual value, active; discrete edge rows add ``interaction`` (largest absolute entry of the
         doubly centred edge log-potential, nats) and ``z`` (that over its standard error at the
         edge's n, see :func:`ppgm.mer_discrete.interaction_se`).
     graph : networkx.Graph

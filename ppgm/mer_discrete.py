@@ -215,7 +215,7 @@ def interaction_se(table: np.ndarray, n: float) -> np.ndarray:
     nats) under independence, from ``n`` samples: Var_ij = (1 / n) (sum_a (d_ai - 1/K)^2 / p_a)
     (sum_b (d_bj - 1/L)^2 / q_b), the delta method on log counts, with p and q the table's margins.
 
-    MER's edge rows carry ``z``, the largest |interaction| / se of the fitted edge potential: a
+    MER's edge rows carry ``z``, the largest absolute interaction over its se in the fitted edge potential: a
     reading of each edge against its own sample size (the graph itself is read at ``graph_tol``
     nats; see ``benchmarks/RESULTS.md`` for how the two readings compare).
 
