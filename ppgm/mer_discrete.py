@@ -230,6 +230,11 @@ def interaction_se(table: np.ndarray, n: float) -> np.ndarray:
     -------
     numpy.ndarray, shape (K, L)
 
+    Raises
+    ------
+    ValueError
+        A table that is not 2-d and non-negative with positive margins, or a non-positive n.
+
     Examples
     --------
     >>> interaction_se(np.full((2, 2), 0.25), 100.0)  # a quarter of the log odds ratio's 2 / 5
@@ -237,7 +242,13 @@ def interaction_se(table: np.ndarray, n: float) -> np.ndarray:
            [0.1, 0.1]])
     """
     t = np.asarray(table, dtype=float)
+    if t.ndim != 2 or not np.all(np.isfinite(t)) or (t < 0).any():
+        raise ValueError(f"table: expected a 2-d table of non-negative numbers, got shape {t.shape}")
+    if not (np.isfinite(n) and n > 0):
+        raise ValueError(f"n: expected a positive sample size, got {n!r}")
     p, q = t.sum(axis=1) / t.sum(), t.sum(axis=0) / t.sum()
+    if (p <= 0).any() or (q <= 0).any():
+        raise ValueError("table: every row and column needs a positive total (add pseudo-counts)")
     K, L = t.shape
     U = (np.eye(K) - 1.0 / K) ** 2
     V = (np.eye(L) - 1.0 / L) ** 2

@@ -379,6 +379,9 @@ def test_interaction_se_matches_simulation_and_the_delta_method_matrix():
     lt = np.log(draws)
     inter = lt - lt.mean(axis=2, keepdims=True) - lt.mean(axis=1, keepdims=True) + lt.mean(axis=(1, 2), keepdims=True)
     np.testing.assert_allclose(inter.std(axis=0), explicit, rtol=0.06)
+    for bad, kw in (([0.5, 0.5], {}), ([[1.0, -1.0], [1.0, 1.0]], {}), ([[0.0, 0.0], [1.0, 1.0]], {}), (np.ones((2, 2)), {"n": 0.0})):
+        with pytest.raises(ValueError, match="table|n:"):
+            interaction_se(np.asarray(bad), kw.get("n", 10.0))
 
 
 def test_discrete_edge_rows_carry_interaction_and_z():
