@@ -16,7 +16,12 @@ tree is too large). Two solvers share it:
 * ``estep="nlbp"``: Algorithm 1 as printed, theta' = theta + grad_n log p(y | n), n' = N mu(theta'),
   n <- (1 - alpha) n + alpha n', with the Laplace kink smoothed (pseudo-Huber, ``smoothing``).
 
-M-step: the maximum-likelihood fit to the expected counts (``ppgm.mle.fit_marginals``).
+M-step: the maximum-likelihood fit to the expected counts (``ppgm.mle.fit_marginals``), warm-started
+at theta - lambda (whose marginals are the E-step's exactly) and improved by a few truncated Newton
+steps on the gauge-free parameters (``ppgm.gauge``): with an L2 weight of order 1 / N, the penalty is
+the only curvature along the gauge directions and L-BFGS spent its 100 iterations there (on Adult its
+M-steps ended 1e-4 to 3e-3 nats per record short of the optimum; two Newton steps, about 15 Fisher
+products each, end within 1e-10).
 
 Start and stop: EM starts from the naive MLE with an L2 weight calibrated to the noise
 (:func:`noise_calibrated_l2`), runs its E-step with Laplace noise moment-matched to a Gaussian by
@@ -212,7 +217,7 @@ def naive_mle(
         raw = [Factor(c, m.values / (N * len(m.cliques))) for m in ms for c in m.cliques]
         fit = fit_marginals(domain, raw, l2=l2, max_iter=max_iter, tol=tol, check_targets=False, tied=tie, warn=False)
     if not fit.converged:
-        warnings.warn(f"naive MLE: L-BFGS stopped after {len(fit.history)} iterations before its tolerance was met "
+        warnings.warn(f"naive MLE: the optimiser stopped after {len(fit.history)} iterations before its tolerance was met "
                       f"(max_iter={max_iter}); the fit is approximate", ConvergenceWarning, stacklevel=2)
     return fit
 
@@ -365,12 +370,12 @@ def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measureme
 
     res = minimize(Dz, x0 * h, jac=True, method="L-BFGS-B", bounds=zb,
                    options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-14, "maxcor": 20})
-    res.x = res.x / h
+    lam, converged, message = res.x / h, bool(res.success), str(res.message)
     if info is not None:
-        info.update(converged=bool(res.success), message=str(res.message))
-    log_z, mus = oracle(theta - expand(res.x))
-    value = float(res.x @ y + 0.5 * (s2 * res.x) @ res.x + N * log_z) + _noise_constants(ms)
-    return res.x, mus, value, evals[0]
+        info.update(converged=converged, message=message)
+    log_z, mus = oracle(theta - expand(lam))
+    value = float(lam @ y + 0.5 * (s2 * lam) @ lam + N * log_z) + _noise_constants(ms)
+    return lam, mus, value, evals[0]
 
 
 def estep_nlbp(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measurement], N: float,
@@ -405,7 +410,7 @@ def cgm_em(
     smoothing: float = 1e-2,
     init: MarkovNetwork | None = None,
     progress: bool = True,
-    mstep_iter: int = 100,
+    mstep_iter: int | None = None,
     estep_iter: int | None = None,
     estep_tol: float = 1e-9,
     adaptive_estep: bool = True,
@@ -414,6 +419,7 @@ def cgm_em(
     moment_match: bool = True,
     callback: Callable[[int, MarkovNetwork, dict], None] | None = None,
     tied: Sequence | Tying | None = None,
+    mstep: str = "auto",
 ) -> CGMResult:
     """EM for collective graphical models (Algorithm 2): learn a Markov network whose cliques are the
     measured ones from noisy clique tables alone.
@@ -461,9 +467,14 @@ def cgm_em(
         Called after every EM iteration as ``callback(iteration, model, record)`` with the current
         network and that iteration's history record: to track a held-out score, or to stop early by
         raising ``StopIteration`` (the last completed iteration is then returned).
-    mstep_iter : int
-        L-BFGS iterations per M-step, warm-started from the previous parameters (a generalised EM
-        step: it improves the M-step objective without solving it to the end every time).
+    mstep : {"auto", "newton", "lbfgs"}
+        M-step solver (``ppgm.mle.fit_marginals``' ``method``): truncated Newton on the gauge-free
+        parameters, or L-BFGS; ``"auto"`` takes Newton unless the tables are tied, the model needs
+        loopy inference or ``l2`` is 0.
+    mstep_iter : int, optional
+        Iteration cap of each M-step, warm-started from the previous parameters: Newton steps
+        (default 2) or L-BFGS iterations (default 100). A capped M-step is a generalised EM step: it
+        improves the M-step objective without solving it to the end.
 
     tied : list of groups of cliques, optional
         Cliques that share one log-potential (``ppgm.tying``): the E-step is unchanged (it sees the
@@ -488,7 +499,8 @@ def cgm_em(
     ms = _check_measurements(domain, measurements)
     checks.choice(estep, "estep", ("dual", "nlbp"))
     estep_iter = (500 if estep == "dual" else 2000) if estep_iter is None else estep_iter
-    max_iter, mstep_iter, estep_iter = (checks.count(max_iter, "max_iter"), checks.count(mstep_iter, "mstep_iter"),
+    checks.choice(mstep, "mstep", ("auto", "newton", "lbfgs"))
+    max_iter, mstep_iter, estep_iter = (checks.count(max_iter, "max_iter"), None if mstep_iter is None else checks.count(mstep_iter, "mstep_iter"),
                                         checks.count(estep_iter, "estep_iter"))
     tol, rtol = checks.positive(tol, "tol"), checks.non_negative(rtol, "rtol")
     estep_tol, mstep_tol = checks.positive(estep_tol, "estep_tol"), checks.positive(mstep_tol, "mstep_tol")
@@ -499,13 +511,16 @@ def cgm_em(
     P = oracle.params
     tie = tied if isinstance(tied, Tying) or tied is None else Tying.build(domain, P.scopes, tied)
     l2 = noise_aware_l2(ms, N, tie) if l2 is None else checks.non_negative(l2, "l2")
+    if mstep == "auto":
+        mstep = "newton" if l2 > 0 and oracle.exact and tie is None else "lbfgs"
+    mstep_iter = (2 if mstep == "newton" else 100) if mstep_iter is None else mstep_iter
     if init_l2 is not None:
         init_l2 = _check_l2(init_l2, allow_calibrated=True)  # type: ignore[assignment]  # a number or 'calibrated'
 
     if init is None:
         init = naive_mle(domain, ms, N=N, l2="calibrated" if init_l2 is None else init_l2, tied=tie).model
     em = _EM(domain, oracle, _moment_matched(ms) if moment_match else ms, N, l2, estep, estep_iter, estep_tol, adaptive_estep,
-             damping, smoothing, mstep_tol, mstep_iter, tie)
+             damping, smoothing, mstep_tol, mstep_iter, tie, mstep)
     theta = P.join([f.values for f in init.factors])
     history: list = []
     bar = progress_bar(total=max_iter, desc="CGM-EM", enabled=progress)
@@ -562,6 +577,7 @@ class _EM:
     mstep_tol: float
     mstep_iter: int
     tie: Tying | None = None
+    mstep: str = "auto"
     lam: np.ndarray | None = None
     counts: list | None = None
     prev_mu: np.ndarray | None = None
@@ -579,7 +595,8 @@ class _EM:
         shift = None if self.lam is None else (self.lam if obs is None else obs @ self.lam)
         start = theta - shift if shift is not None else theta
         fit = fit_marginals(self.domain, targets, l2=self.l2, init=P.model(start), oracle=self.oracle,
-                            tol=self.mstep_tol, max_iter=self.mstep_iter, tied=self.tie, warn=False)
+                            tol=self.mstep_tol, max_iter=self.mstep_iter, tied=self.tie, warn=False,
+                            method=self.mstep)
         new = P.join([f.values for f in fit.model.factors])
         if self.lam is not None and obs is None:  # keep theta' = theta - lambda where the last E-step left it
             self.lam = self.lam + (new - theta)

@@ -9,6 +9,7 @@ potentials of any scale neither overflow nor underflow.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Hashable, Iterable, Sequence
 
@@ -271,7 +272,9 @@ class JunctionTree:
                 parent_sum[i] = tuple(a for a, v in enumerate(par) if v not in sep)
                 in_child[i] = tuple(n if v in sep else 1 for v, n in zip(self.cliques[i], shapes[i]))
                 in_parent[i] = tuple(n if v in sep else 1 for v, n in zip(par, shapes[self.parent[i]]))
-            plan = dict(shapes=shapes, child_sum=child_sum, parent_sum=parent_sum, in_child=in_child, in_parent=in_parent)
+            sizes = np.array([int(np.prod(sh)) for sh in shapes], dtype=np.intp)
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
+            plan = dict(shapes=shapes, sizes=sizes, starts=starts, child_sum=child_sum, parent_sum=parent_sum, in_child=in_child, in_parent=in_parent)
             self._memo["plan"] = plan
         return plan
 
@@ -402,15 +405,61 @@ class JunctionTree:
         >>> round(jt.calibrate_potentials([np.zeros((2, 2)), np.zeros((2, 2))]).log_z, 6) == round(float(np.log(8)), 6)
         True
         """
-        tops = [np.max(p) if np.size(p) else -np.inf for p in psi]
-        if any(np.isposinf(t) or np.isnan(t) for t in tops):
+        shapes = self._plan()["shapes"]
+        if len(psi) != len(shapes) or any(np.shape(p) != sh for p, sh in zip(psi, shapes)):
+            raise ValueError(f"psi: expected one table per clique with shapes {shapes}")
+        return self.calibrate_flat(np.concatenate([np.asarray(p, dtype=float).ravel() for p in psi]))
+
+    def calibrate_flat(self, psi: np.ndarray) -> "Calibration":
+        """:meth:`calibrate_potentials` for the clique tables concatenated (each ravelled in C order,
+        cliques in ``cliques`` order): the layout learners keep, checked in a few vector operations.
+
+        Parameters
+        ----------
+        psi : numpy.ndarray
+            Flat log-potentials, ``cells`` entries.
+
+        Returns
+        -------
+        Calibration
+
+        Raises
+        ------
+        ValueError
+            Another length, NaN or +inf potentials, or probability zero everywhere.
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B"), (2, 2))
+        >>> jt = JunctionTree.build(d, [("A", "B")])
+        >>> round(jt.calibrate_flat(np.zeros(4)).log_z, 6) == round(float(np.log(4)), 6)
+        True
+        """
+        plan = self._plan()
+        starts, sizes, shapes = plan["starts"], plan["sizes"], plan["shapes"]
+        psi = np.asarray(psi, dtype=float)
+        if psi.shape != (int(sizes.sum()),):
+            raise ValueError(f"psi: expected a flat vector of {int(sizes.sum())} clique cells, got shape {psi.shape}")
+        tops = np.maximum.reduceat(psi, starts)  # NaN propagates
+        if np.isnan(tops).any() or np.isposinf(tops).any():
             raise ValueError("psi: log-potentials must be finite or -inf")
-        finite_range = 0.0
-        for p, t in zip(psi, tops):
-            fin = p[np.isfinite(p)]
-            finite_range += float(t - fin.min()) if fin.size else 0.0
+        if np.isfinite(psi).all():
+            finite_range = float((tops - np.minimum.reduceat(psi, starts)).sum())
+        else:
+            finite_range = 0.0
+            for a, b, t in zip(starts, starts + sizes, tops):
+                fin = psi[a:b][np.isfinite(psi[a:b])]
+                finite_range += float(t - fin.min()) if fin.size else 0.0
+        bounds = zip(starts, starts + sizes, shapes)
         if finite_range < SCALED_RANGE:
-            return self._calibrate_scaled(psi, tops)
+            if np.isneginf(tops).any():
+                raise ValueError("the model assigns zero probability to every configuration (log Z = -inf)")
+            E = np.exp(psi - np.repeat(tops, sizes))
+            return self._calibrate_scaled([E[a:b].reshape(sh) for a, b, sh in bounds], tops.tolist())
+        return self._calibrate_log([psi[a:b].reshape(sh) for a, b, sh in bounds])
+
+    def _calibrate_log(self, psi: Sequence[np.ndarray]) -> "Calibration":
+        """The log-space schedule (any range of potentials)."""
         plan = self._plan()
         k = len(self.cliques)
         up: list = [None] * k
@@ -443,8 +492,9 @@ class JunctionTree:
                     inward[c] += down.reshape(plan["in_child"][c])
         return Calibration(self, float(log_z), _logs=tuple(log_beliefs))  # type: ignore[arg-type]  # set in the first pass
 
-    def _calibrate_scaled(self, psi: Sequence[np.ndarray], tops: Sequence[float]) -> "Calibration":
-        """The same schedule on exp(psi - max psi) with a log-scale per table and message.
+    def _calibrate_scaled(self, scaled: Sequence[np.ndarray], tops: Sequence[float]) -> "Calibration":
+        """The same schedule on ``scaled`` = exp(psi - max psi), one per clique, with a log-scale per
+        table and message (``tops``, the tables' maxima).
 
         Exact in floating point when the potentials' finite log-ranges add up to less than
         ``SCALED_RANGE`` (then no product of tables and normalised messages can underflow), and
@@ -453,14 +503,12 @@ class JunctionTree:
         plan = self._plan()
         k = len(self.cliques)
         zero = "the model assigns zero probability to every configuration (log Z = -inf)"
-        if any(np.isneginf(t) for t in tops):
-            raise ValueError(zero)
         up: list = [None] * k
         up_off = [0.0] * k
         inward: list = [None] * k
         off = [float(t) for t in tops]
         for i in reversed(self.order):
-            acc = np.exp(psi[i] - tops[i])
+            acc = scaled[i]  # a fresh array: updated in place
             for c in self._children[i]:
                 acc *= up[c].reshape(plan["in_parent"][c])
                 off[i] += up_off[c]
@@ -468,11 +516,12 @@ class JunctionTree:
             if self.parent[i] >= 0:
                 axes = plan["child_sum"][i]
                 m = acc.sum(axis=axes) if axes else acc.copy()
-                s = float(np.max(m))
+                s = float(m.max())
                 if s <= 0:
                     raise ValueError(zero)
-                up[i] = m / s
-                up_off[i] = off[i] + np.log(s)
+                m /= s
+                up[i] = m
+                up_off[i] = off[i] + math.log(s)
         beliefs: list = [None] * k
         log_z = None
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -481,7 +530,7 @@ class JunctionTree:
                 z = float(full.sum())
                 if z <= 0:
                     raise ValueError(zero)
-                lz = float(np.log(z) + off[i])
+                lz = math.log(z) + off[i]
                 if log_z is None:
                     log_z = lz
                 beliefs[i] = full / z
@@ -489,9 +538,10 @@ class JunctionTree:
                     axes = plan["parent_sum"][c]
                     sep = full.sum(axis=axes) if axes else full
                     down = np.where(up[c] > 0, sep / up[c], 0.0)
-                    d = float(np.max(down))
-                    inward[c] *= (down / d).reshape(plan["in_child"][c])
-                    off[c] += np.log(d) + off[i] - up_off[c]
+                    d = float(down.max())
+                    down /= d
+                    inward[c] *= down.reshape(plan["in_child"][c])
+                    off[c] += math.log(d) + off[i] - up_off[c]
         return Calibration(self, float(log_z), _probs=tuple(beliefs))  # type: ignore[arg-type]  # set in the first pass
 
 

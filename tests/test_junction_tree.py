@@ -129,3 +129,33 @@ def test_extreme_potentials_use_log_space_and_stay_exact():
     assert res.log_z == pytest.approx(np.logaddexp(-800.0, 200.0))
     np.testing.assert_allclose(res.marginal(("A",)).values, [0.0, 1.0])
     np.testing.assert_allclose(res.marginal(("B",)).values, [np.exp(-1000.0), 1.0], atol=1e-300)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_markov_networks())
+def test_flat_calibration_is_the_table_calibration(model):
+    """calibrate_flat (the learners' layout, checked in vector operations) against calibrate_potentials
+    and enumeration, on potentials of any scale and with hard zeros."""
+    jt = JunctionTree.build(model.domain, model.scopes)
+    psi = jt._potentials(model)
+    a = jt.calibrate_potentials(psi)
+    b = jt.calibrate_flat(np.concatenate([p.ravel() for p in psi]))
+    assert b.log_z == pytest.approx(brute_log_z(model), abs=1e-9, rel=1e-12)
+    assert a.log_z == b.log_z
+    for x, y in zip(a.beliefs, b.beliefs):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_flat_calibration_bad_input():
+    d = Domain(("A", "B"), (2, 2))
+    jt = JunctionTree.build(d, [("A", "B")])
+    with pytest.raises(ValueError, match="psi: expected a flat vector of 4 clique cells"):
+        jt.calibrate_flat(np.zeros(3))
+    with pytest.raises(ValueError, match="psi: log-potentials must be finite or -inf"):
+        jt.calibrate_flat(np.array([0.0, np.nan, 0.0, 0.0]))
+    with pytest.raises(ValueError, match="psi: log-potentials must be finite or -inf"):
+        jt.calibrate_flat(np.array([0.0, np.inf, 0.0, 0.0]))
+    with pytest.raises(ValueError, match="zero probability"):
+        jt.calibrate_flat(np.full(4, -np.inf))
+    with pytest.raises(ValueError, match="psi: expected one table per clique"):
+        jt.calibrate_potentials([np.zeros((2, 3))])

@@ -4,7 +4,7 @@ tests/refactor_fixtures.py computes them, tests/fixtures/refactor_outputs.npz ho
 Integer and boolean outputs (tables, masks, counts removed, chain states) must match exactly
 everywhere. Float outputs match bit for bit in the environment that recorded them; elsewhere the
 last bits of BLAS sums differ, so they are compared to a tolerance: 1e-9 relative for the direct
-computations, and looser for CGM-EM, whose five inexact EM iterations (quasi-Newton M-steps stopped
+computations, and looser for CGM-EM, whose five inexact EM iterations (truncated Newton M-steps stopped
 by a tolerance) carry a last-bit difference into the third digit of some parameters.
 """
 

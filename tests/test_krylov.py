@@ -1,0 +1,54 @@
+import numpy as np
+from conftest import brute_marginal, small_markov_networks
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ppgm.krylov import fisher_product, pcg
+from ppgm.mle import MarginalOracle, _Parameters
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 12), st.integers(0, 2**31 - 1))
+def test_pcg_solves_spd_systems(n, seed):
+    rng = np.random.default_rng(seed)
+    B = rng.normal(size=(n, n))
+    A = B @ B.T + 0.1 * np.eye(n)
+    b = rng.normal(size=n)
+    p, k = pcg(lambda v: A @ v, b, lambda r: r / np.diag(A), 10 * n, 1e-12)
+    np.testing.assert_allclose(A @ p, b, atol=1e-8 * max(1.0, np.abs(b).max()) * np.linalg.cond(A))
+    assert k <= 10 * n
+
+
+def test_pcg_stops_at_the_relative_residual():
+    A = np.diag(np.arange(1.0, 51.0))
+    b = np.ones(50)
+    p, k = pcg(lambda v: A @ v, b, lambda r: r, 100, 0.5)
+    assert np.linalg.norm(A @ p - b) <= 0.5 * np.linalg.norm(b)
+    assert k < 50
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_markov_networks(max_vars=4, max_card=3, max_scope=2, max_factors=4, allow_zeros=False))
+def test_fisher_product_is_the_covariance_of_the_indicators(model):
+    """F v against the covariance of the cell indicators, by enumeration of the joint."""
+    P = _Parameters(model.domain, model.scopes)
+    oracle = MarginalOracle(model.domain, model.scopes)
+    x = P.join([np.clip(f.values, -5, 5) for f in model.factors])
+    m = P.model(x)
+    J = m.joint_log_table()
+    p = np.exp(J - np.logaddexp.reduce(J.ravel())).ravel()
+    # indicator features: one column per parameter cell
+    idx = np.indices(model.domain.shape(model.domain.variables)).reshape(len(model.domain), -1)
+    feats = []
+    for s, sh in zip(P.scopes, P.shapes):
+        cell = np.ravel_multi_index([idx[model.domain.index(v)] for v in s], sh) if s else np.zeros(idx.shape[1], int)
+        feats.append(np.eye(int(np.prod(sh)))[cell])
+    Phi = np.hstack(feats)
+    mean = p @ Phi
+    cov = (Phi * p[:, None]).T @ Phi - np.outer(mean, mean)
+    mu = oracle.flat(x)[1]
+    np.testing.assert_allclose(mu, mean, atol=1e-10)
+    v = np.random.default_rng(0).normal(size=P.size)
+    got = fisher_product(lambda z: oracle.flat(z)[1], x, mu, v)
+    np.testing.assert_allclose(got, cov @ v, atol=1e-5 * max(1.0, np.abs(cov @ v).max()))
+    assert brute_marginal(m, P.scopes[0]).shape == P.shapes[0]
