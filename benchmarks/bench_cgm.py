@@ -8,14 +8,15 @@ for a reproducible grid: the same integer law as a private release, but not priv
 KL(true || learned) in nats, mean edge-marginal total variation, wall time.
 
 Regularisation and stopping, fixed for all cells:
-  non-private MLE  exact tables / N, l2 = 1/N, L-BFGS to gradient 1e-7 (at most 1000 iterations)
+  non-private MLE  exact tables / N, l2 = 1/N, ppgm.mle.fit_marginals (truncated Newton) to gradient 1e-7
   naive MLE        simplex-projected y / N, l2 = 1/N, same stopping (the paper's baseline)
   naive, calib.    the same with l2 = (1 + r)/N, r = noise variance / sampling variance of an average cell
                    (ppgm.cgm.noise_calibrated_l2): our variant, also CGM-EM's starting point
   CGM-EM           defaults: start at "naive, calib.", moment-matched (Gaussian) E-step, noise-aware l2
                    (0.1/N .. 1/N, ppgm.cgm.noise_aware_l2) in the M-step, dual E-step (L-BFGS-B, gradient
                    1e-9 relative to N,
-                   at most 500 iterations, warm-started, adaptive tolerance), 100 M-step iterations,
+                   at most 500 iterations, warm-started, adaptive tolerance), 2 truncated Newton steps
+                   per M-step (ppgm.mle; formerly 100 L-BFGS iterations),
                    at most 30 EM iterations, stopping when the objective gains < 1e-4 relative
                    (the defaults; also reported: 10 iterations)
   mbi              MirrorDescent (its defaults: Armijo steps), known total, squared (L2) or absolute (L1) loss of

@@ -2,15 +2,15 @@
 
 maximise  sum_C <theta_C, mu_C> - log Z(theta) - l2 ||theta||^2   (per record)
 
-by L-BFGS with exact gradients mu_C - E_theta[mu_C] - 2 l2 theta_C from one junction-tree
+by L-BFGS (``method="lbfgs"``) with exact gradients mu_C - E_theta[mu_C] - 2 l2 theta_C from one junction-tree
 calibration per evaluation (loopy BP and the Bethe log Z when the tree is too large). This is the
 M-step of CGM-EM, and with simplex-projected noisy marginals it is the naive MLE of the CGM paper.
 
-``method="newton"`` solves the same problem by a truncated Newton method that knows the problem's
+``method="newton"`` (taken by ``"auto"`` whenever it applies) solves the same problem by a truncated Newton method that knows the problem's
 two scales. Along the gauge space G (``ppgm.gauge``) the likelihood is affine, so the penalised
 optimum there is one closed-form step. On G's complement the Hessian is the Fisher information
 plus 2 l2: its products with a direction are directional derivatives of the junction tree's
-marginals (one extra calibration each), and its diagonal, mu (1 - mu) + 2 l2, is an exact Jacobi
+marginals (one extra calibration each), and its diagonal, mu (1 - mu) + 2 l2, is a Jacobi
 preconditioner that removes the rare cells' small curvature. Conjugate gradients run on G's
 complement (each preconditioned residual projected), then an Armijo line search. Near the optimum
 one or two Newton steps of 10-20 products each replace hundreds of L-BFGS iterations.
@@ -48,7 +48,7 @@ class FitResult:
     objective : float
         Final per-record objective.
     history : list of float
-        Objective at each L-BFGS iteration.
+        Objective after each L-BFGS iteration or Newton step.
     converged : bool
     """
 
@@ -183,7 +183,9 @@ def fit_marginals(
         warn themselves turn it off.
     method : {"auto", "newton", "lbfgs"}
         The optimiser (module docstring). ``"newton"`` needs ``l2 > 0``, an exact (junction-tree)
-        oracle and untied tables; ``"auto"`` takes it when these hold and L-BFGS otherwise.
+        oracle and untied tables; ``"auto"`` takes it when these hold and L-BFGS otherwise, and hands
+        over to L-BFGS (from Newton's point) if Newton has not converged after as many calibrations
+        as ``max_iter`` L-BFGS iterations would take (near-noise targets with a tiny ``l2``).
 
     Returns
     -------
@@ -236,11 +238,17 @@ def fit_marginals(
     if method != "lbfgs" and newton_ok:
         if init is None:  # start from the targets' log-interactions, pooled over the tables sharing each
             x0 = oracle.gauge.pool(np.log(np.clip(mu_hat, 0, None) + l2))
-        x, value, converged, nit = _newton(oracle, mu_hat, l2, x0, max_iter, tol, history)
-        if warn and not converged:
-            warnings.warn(f"fit_marginals: {nit} Newton steps did not meet tol={tol}; the fit is approximate",
-                          ConvergenceWarning, stacklevel=2)
-        return FitResult(P.model(x), value, converged, history)
+        # "auto" gives Newton the calibrations max_iter L-BFGS iterations would take; if that is not enough
+        # (near-noise, inconsistent targets with a tiny l2: the optimum is far and Newton's model poor there),
+        # L-BFGS continues from Newton's point with its own max_iter
+        x, value, converged, nit = _newton(oracle, mu_hat, l2, x0, max_iter, tol, history,
+                                           max_evals=max_iter if method == "auto" else None)
+        if converged or method == "newton":
+            if warn and not converged:
+                warnings.warn(f"fit_marginals: {nit} Newton steps did not meet tol={tol}; the fit is approximate",
+                              ConvergenceWarning, stacklevel=2)
+            return FitResult(P.model(x), value, converged, history)
+        x0 = x
 
     def f(x):
         log_z, mu = oracle.flat(x)
@@ -275,29 +283,37 @@ MAX_STEP = 30.0  # the largest change of a log-potential in one Newton step (its
 
 
 def _newton(oracle: MarginalOracle, mu_hat: np.ndarray, l2: float, x: np.ndarray, max_iter: int, tol: float,
-            history: list, cg_iter: int = 100) -> tuple[np.ndarray, float, bool, int]:
+            history: list, cg_iter: int = 100, max_evals: int | None = None) -> tuple[np.ndarray, float, bool, int]:
     """Truncated Newton for ``max <x, mu_hat> - log Z(x) - l2 ||x||^2`` (module docstring).
 
     Returns the point, its objective, whether the largest gradient entry is within ``tol``, and the
-    Newton steps taken; appends each step's objective to ``history``.
+    Newton steps taken; appends each step's objective to ``history``. Stops after ``max_iter`` steps,
+    or before a step once ``max_evals`` calibrations are spent.
     """
     gauge = oracle.gauge
+    evals = [0]
+    flat = oracle.flat
+
+    def calibrate(z):
+        evals[0] += 1
+        return flat(z)
+
     # x = y + g with y on G's complement and g in G. Along G the log-partition function is affine,
     # log Z(y + g) = log Z(y) + <g, mu(y)> with <g, mu(y)> the same for every y, so the objective
     # splits into a part in y and a quadratic in g: g's optimum is one closed-form step (zero when
     # the targets are consistent), and the calibrations only ever see y, whose tables stay small.
     y = gauge.project(x)
     g = x - y
-    log_z, mu = oracle.flat(y)
+    log_z, mu = calibrate(y)
     g = g + gauge.gauge(mu_hat - mu - 2 * l2 * g) / (2 * l2)
     g_const = float(g @ mu_hat - g @ mu - l2 * (g @ g))  # the g-part of the objective
 
     def value(y):
-        log_z, mu = oracle.flat(y)
+        log_z, mu = calibrate(y)
         return float(y @ mu_hat - log_z - l2 * (y @ y)) + g_const, mu
 
     def marg(y):
-        return oracle.flat(y)[1]
+        return calibrate(y)[1]
 
     f, mu = value(y)
     g0 = None
@@ -307,19 +323,20 @@ def _newton(oracle: MarginalOracle, mu_hat: np.ndarray, l2: float, x: np.ndarray
         g0 = g0 or g_norm
         if float(np.abs(grad).max()) <= tol:
             return y + g, f, True, it
-        if it == max_iter:
+        if it == max_iter or (max_evals is not None and evals[0] >= max_evals):
             break
         d = mu * (1 - mu) + 2 * l2  # the Hessian's diagonal: Jacobi preconditioner
         step, _ = pcg(lambda v: fisher_product(marg, y, mu, v) + 2 * l2 * v, grad, lambda r: gauge.project(r / d),
-                      cg_iter, rtol=CG_RTOL * min(1.0, np.sqrt(g_norm / g0)))
+                      cg_iter, rtol=CG_RTOL * max(1e-4, min(1.0, np.sqrt(g_norm / g0))))
         slope = float(grad @ step)
         t = min(1.0, MAX_STEP / float(np.abs(step).max()))
+        noise = 1e-13 * max(1.0, abs(f))  # the objective's rounding: gains below it are invisible
         while True:
             f_new, mu_new = value(y + t * step)
-            if f_new >= f + 1e-4 * t * slope or t < 1e-10:
+            if f_new >= f + 1e-4 * t * slope - noise or t < 1e-10:
                 break
             t *= 0.5
-        if f_new < f:  # no ascent along the Newton direction: the gradient is at rounding level
+        if f_new < f - noise:  # no ascent along the Newton direction
             break
         y, f, mu = y + t * step, f_new, mu_new
         history.append(f)
