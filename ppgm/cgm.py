@@ -71,7 +71,7 @@ from .domain import Domain
 from .factor import Factor
 from .markov import MarkovNetwork
 from .measurement import Measurement
-from .mle import FitResult, MarginalOracle, fit_marginals
+from .mle import FitResult, MarginalOracle, fit_marginals, newton_applies
 from .projection import project_simplex
 from .progress import ConvergenceWarning, logger, progress_bar
 from .tying import Tying
@@ -508,8 +508,7 @@ def cgm_em(
     checks.choice(estep, "estep", ("dual", "nlbp"))
     estep_iter = (500 if estep == "dual" else 2000) if estep_iter is None else estep_iter
     checks.choice(mstep, "mstep", ("auto", "newton", "lbfgs"))
-    max_iter, mstep_iter, estep_iter = (checks.count(max_iter, "max_iter"), None if mstep_iter is None else checks.count(mstep_iter, "mstep_iter"),
-                                        checks.count(estep_iter, "estep_iter"))
+    max_iter, estep_iter = checks.count(max_iter, "max_iter"), checks.count(estep_iter, "estep_iter")
     tol, rtol = checks.positive(tol, "tol"), checks.non_negative(rtol, "rtol")
     estep_tol, mstep_tol = checks.positive(estep_tol, "estep_tol"), checks.positive(mstep_tol, "mstep_tol")
     checks.in_range(damping, "damping", 0.0, 1.0, closed=False)
@@ -520,8 +519,8 @@ def cgm_em(
     tie = tied if isinstance(tied, Tying) or tied is None else Tying.build(domain, P.scopes, tied)
     l2 = noise_aware_l2(ms, N, tie) if l2 is None else checks.non_negative(l2, "l2")
     if mstep == "auto":
-        mstep = "newton" if l2 > 0 and oracle.exact and tie is None else "lbfgs"
-    mstep_iter = (2 if mstep == "newton" else 100) if mstep_iter is None else mstep_iter
+        mstep = "newton" if newton_applies(oracle, l2, tie) else "lbfgs"
+    mstep_iter = checks.count((2 if mstep == "newton" else 100) if mstep_iter is None else mstep_iter, "mstep_iter")
     if init_l2 is not None:
         init_l2 = _check_l2(init_l2, allow_calibrated=True)  # type: ignore[assignment]  # a number or 'calibrated'
 

@@ -443,13 +443,8 @@ class JunctionTree:
         tops = np.maximum.reduceat(psi, starts)  # NaN propagates
         if np.isnan(tops).any() or np.isposinf(tops).any():
             raise ValueError("psi: log-potentials must be finite or -inf")
-        if np.isfinite(psi).all():
-            finite_range = float((tops - np.minimum.reduceat(psi, starts)).sum())
-        else:
-            finite_range = 0.0
-            for a, b, t in zip(starts, starts + sizes, tops):
-                fin = psi[a:b][np.isfinite(psi[a:b])]
-                finite_range += float(t - fin.min()) if fin.size else 0.0
+        lows = np.minimum.reduceat(np.where(np.isneginf(psi), np.inf, psi), starts)  # each table's finite minimum
+        finite_range = float(np.where(np.isfinite(lows), tops - lows, 0.0).sum())
         bounds = zip(starts, starts + sizes, shapes)
         if finite_range < SCALED_RANGE:
             if np.isneginf(tops).any():

@@ -2,12 +2,13 @@
 
 maximise  sum_C <theta_C, mu_C> - log Z(theta) - l2 ||theta||^2   (per record)
 
-by L-BFGS (``method="lbfgs"``) with exact gradients mu_C - E_theta[mu_C] - 2 l2 theta_C from one junction-tree
-calibration per evaluation (loopy BP and the Bethe log Z when the tree is too large). This is the
-M-step of CGM-EM, and with simplex-projected noisy marginals it is the naive MLE of the CGM paper.
+by L-BFGS (``method="lbfgs"``) with exact gradients mu_C - E_theta[mu_C] - 2 l2 theta_C from one
+junction-tree calibration per evaluation (loopy BP and the Bethe log Z when the tree is too large).
+This is the M-step of CGM-EM, and with simplex-projected noisy marginals it is the naive MLE of the
+CGM paper.
 
-``method="newton"`` (taken by ``"auto"`` whenever it applies) solves the same problem by a truncated Newton method that knows the problem's
-two scales. Along the gauge space G (``ppgm.gauge``) the likelihood is affine, so the penalised
+``method="newton"`` (taken by ``"auto"`` whenever it applies) solves the same problem by a truncated
+Newton method that knows the problem's two scales. Along the gauge space G (``ppgm.gauge``) the likelihood is affine, so the penalised
 optimum there is one closed-form step. On G's complement the Hessian is the Fisher information
 plus 2 l2: its products with a direction are directional derivatives of the junction tree's
 marginals (one extra calibration each), and its diagonal, mu (1 - mu) + 2 l2, is a Jacobi
@@ -21,6 +22,7 @@ from __future__ import annotations
 import warnings
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -101,27 +103,25 @@ class MarginalOracle:
         # A^T x and the scopes' marginals are A b (b = the clique beliefs, flattened). A cell of a
         # clique feeds the parameter of each scope homed there at the cell's coordinates on that scope.
         t = self.tree
-        self._shapes = [domain.shape(c) for c in t.cliques]
-        sizes = [int(np.prod(sh)) for sh in self._shapes]
-        self._cells = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        shapes = [domain.shape(c) for c in t.cliques]
+        sizes = [int(np.prod(sh)) for sh in shapes]
+        cells = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         row_parts, col_parts = [], []
         for s, offset in zip(self.params.scopes, self.params.offsets[:-1]):
             i = t.home(s)
             clique = t.cliques[i]
-            coords = np.indices(self._shapes[i]).reshape(len(clique), -1)
+            coords = np.indices(shapes[i]).reshape(len(clique), -1)
             sub = [coords[clique.index(v)] for v in s]
             row_parts.append(offset + (np.ravel_multi_index(sub, domain.shape(s)) if s else np.zeros(sizes[i], int)))
-            col_parts.append(self._cells[i] + np.arange(sizes[i]))
+            col_parts.append(cells[i] + np.arange(sizes[i]))
         rows, cols = np.concatenate(row_parts), np.concatenate(col_parts)
-        self._A = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(self.params.size, self._cells[-1]))
+        self._A = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(self.params.size, cells[-1]))
         self._At = self._A.T.tocsr()
 
-    @property
+    @cached_property
     def gauge(self) -> Gauge:
         """The gauge projection of this parameter layout (built on first use)."""
-        if getattr(self, "_gauge", None) is None:
-            self._gauge = Gauge(self.params.domain, self.params.scopes)
-        return self._gauge
+        return Gauge(self.params.domain, self.params.scopes)
 
     def flat(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """log Z and the scopes' marginals as one flat vector (the layout of ``x``)."""
@@ -232,7 +232,7 @@ def fit_marginals(
 
     if method not in ("auto", "newton", "lbfgs"):
         raise ValueError(f"method: expected 'auto', 'newton' or 'lbfgs', got {method!r}")
-    newton_ok = l2 > 0 and oracle.exact and tie is None
+    newton_ok = newton_applies(oracle, l2, tie)
     if method == "newton" and not newton_ok:
         raise ValueError("method: 'newton' needs l2 > 0, a junction-tree oracle and untied tables; use 'auto' or 'lbfgs'")
     if method != "lbfgs" and newton_ok:
@@ -278,6 +278,29 @@ def fit_marginals(
     return FitResult(P.model(theta), float(-res.fun), bool(res.success), history)
 
 
+def newton_applies(oracle: MarginalOracle, l2: float, tie: Tying | None) -> bool:
+    """Whether ``method="newton"`` can fit this structure: ``l2 > 0``, an exact (junction-tree)
+    oracle and untied tables.
+
+    Parameters
+    ----------
+    oracle : MarginalOracle
+    l2 : float
+    tie : Tying or None
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> d = Domain(("A", "B"), (2, 2))
+    >>> newton_applies(MarginalOracle(d, [("A", "B")]), 1e-3, None), newton_applies(MarginalOracle(d, [("A", "B")]), 0.0, None)
+    (True, False)
+    """
+    return l2 > 0 and oracle.exact and tie is None
+
+
 CG_RTOL = 0.3  # conjugate gradients stop at this relative residual, tightened as the gradient falls
 MAX_STEP = 30.0  # the largest change of a log-potential in one Newton step (its quadratic model is local)
 
@@ -308,14 +331,13 @@ def _newton(oracle: MarginalOracle, mu_hat: np.ndarray, l2: float, x: np.ndarray
     g = g + gauge.gauge(mu_hat - mu - 2 * l2 * g) / (2 * l2)
     g_const = float(g @ mu_hat - g @ mu - l2 * (g @ g))  # the g-part of the objective
 
-    def value(y):
-        log_z, mu = calibrate(y)
-        return float(y @ mu_hat - log_z - l2 * (y @ y)) + g_const, mu
+    def objective(y, log_z):
+        return float(y @ mu_hat - log_z - l2 * (y @ y)) + g_const
 
     def marg(y):
         return calibrate(y)[1]
 
-    f, mu = value(y)
+    f = objective(y, log_z)
     g0 = None
     for it in range(max_iter + 1):
         grad = gauge.project(mu_hat - mu - 2 * l2 * y)  # the ascent direction on G's complement
@@ -332,12 +354,14 @@ def _newton(oracle: MarginalOracle, mu_hat: np.ndarray, l2: float, x: np.ndarray
         t = min(1.0, MAX_STEP / float(np.abs(step).max()))
         noise = 1e-13 * max(1.0, abs(f))  # the objective's rounding: gains below it are invisible
         while True:
-            f_new, mu_new = value(y + t * step)
+            trial = y + t * step
+            log_z, mu_new = calibrate(trial)
+            f_new = objective(trial, log_z)
             if f_new >= f + 1e-4 * t * slope - noise or t < 1e-10:
                 break
             t *= 0.5
         if f_new < f - noise:  # no ascent along the Newton direction
             break
-        y, f, mu = y + t * step, f_new, mu_new
+        y, f, mu = trial, f_new, mu_new
         history.append(f)
     return y + g, f, False, it
