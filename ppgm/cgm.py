@@ -183,8 +183,9 @@ def naive_mle(
     Parameters
     ----------
     l2 : float or "calibrated", optional
-        Weight of ``l2 ||theta||^2`` (per record); default ``1 / N`` (the paper's baseline);
-        ``"calibrated"`` uses :func:`noise_calibrated_l2`, which grows with the noise.
+        Weight of ``l2 ||theta||^2`` (per record; with ``tied``, on the shared tables, each once);
+        default ``1 / N`` (the paper's baseline); ``"calibrated"`` uses :func:`noise_calibrated_l2`,
+        which grows with the noise.
     project : bool
         Project each y_C / N onto the probability simplex first (Duchi et al. 2008). Without it the
         raw, possibly negative and inconsistent, pseudo-marginals enter the likelihood (``l2 > 0``
@@ -440,7 +441,8 @@ def cgm_em(
     N : float, optional
         Number of records; taken from the measurements when not given (see :func:`population_size`).
     l2 : float, optional
-        Weight of ``l2 ||theta||^2`` (per record) in the M-step; default :func:`noise_aware_l2`
+        Weight of ``l2 ||theta||^2`` (per record; with ``tied``, on the shared tables, each once) in
+        the M-step; default :func:`noise_aware_l2`
         (between 0.1 / N and 1 / N, growing with the noise). Without it the learned network drifts
         towards vanishing probabilities on cells whose expected counts come out near zero.
     estep : {"dual", "nlbp"}
@@ -610,7 +612,8 @@ class _EM:
         mu_flat = P.join(mus)
         change = float(np.abs(mu_flat - self.prev_mu).max()) if self.prev_mu is not None else float("inf")
         self.prev_mu, self.last_change = mu_flat, change
-        penalty = N * self.l2 * float(theta @ theta)
+        free = theta if self.tie is None else self.tie.restrict(theta)  # the penalty is on the shared tables
+        penalty = N * self.l2 * float(free @ free)
         record = {"objective": value - N * log_z_theta - penalty if self.estep == "dual" else float("nan"),
                   "change": change, "estep_evals": int(evals), "estep_converged": bool(converged), "mstep_iters": len(fit.history)}
         return new, record

@@ -163,7 +163,8 @@ def fit_marginals(
         consistent with each other; zeros are allowed (with ``l2 = 0`` the fit then drives those
         cells towards probability zero and stops at ``max_iter`` or ``tol``).
     l2 : float
-        Weight of the penalty ``l2 ||theta||^2``.
+        Weight of the penalty ``l2 ||theta||^2`` on the free parameters: with ``tied``, on the shared
+        tables z, each counted once (see :mod:`ppgm.tying`).
     init : MarkovNetwork, optional
         Starting log-potentials (same scopes as ``targets``), e.g. the previous EM iterate.
     oracle : MarginalOracle, optional
@@ -255,13 +256,14 @@ def fit_marginals(
         value = float(x @ mu_hat - log_z - l2 * (x @ x))
         return -value, -(mu_hat - mu - 2 * l2 * x)
 
-    if tie is not None:  # optimise the shared tables z; theta = T z
-        untied = f
+    if tie is not None:  # optimise the shared tables z; theta = T z, the penalty on z (each shared cell once)
         x0 = tie.restrict(x0)
 
         def f(z):
-            value, grad = untied(tie.expand(z))
-            return value, tie.pool(grad)
+            theta = tie.expand(z)
+            log_z, mu = oracle.flat(theta)
+            value = float(theta @ mu_hat - log_z - l2 * (z @ z))
+            return -value, -(tie.pool(mu_hat - mu) - 2 * l2 * z)
 
     def record(intermediate_result):
         history.append(-float(intermediate_result.fun))

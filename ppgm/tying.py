@@ -7,8 +7,15 @@ x shared cells). The gradient of a likelihood in theta becomes T^T times it, i.e
 statistics summed, which is how the naive MLE pools a group's tables and CGM-EM's M-step sums its
 expected counts. Inference and export see ordinary factors (theta).
 
-The L2 penalty stays l2 ||theta||^2 = l2 ||T z||^2: a tied fit is the untied objective restricted to
-equal tables, so tying never changes what the penalty means.
+The L2 penalty is on the free parameters, l2 ||z||^2: a shared table is penalised once, not once per
+clique that copies it, so a prior of the same weight holds a tied table as it holds a free one
+while the group's pooled statistics weigh m times more. (It was l2 ||T z||^2 at first, the
+untied objective restricted to equal tables: it held a group of m cliques m times as hard, and on the
+mobility study, 23 tied hours, CGM-EM's M-steps dragged the shared transition table towards uniform
+at every iteration. Measured on unreported seeds, 3,000 people, separate Laplace tables, held-out
+log-likelihood of tied CGM-EM, old -> new: eps 0.1: -32.0 -> -24.9, eps 0.5: -21.4 -> -20.1,
+eps 1: -20.0 -> -19.3, eps 5: -18.88 -> -18.67; the tied naive MLE at its default 1 / N gains at
+eps >= 1 and loses at high noise, where its calibrated weight is the one to use.)
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def test_tied_naive_mle_is_the_brute_force_optimum_over_shared_tables():
     tables = [f.values for f in fit.model.factors]
     np.testing.assert_allclose(tables[0], tables[1], atol=1e-12)
     np.testing.assert_allclose(tables[1], tables[2], atol=1e-12)
-    # brute force: maximise sum_C theta . mu_hat_C - log Z - l2 ||theta||^2 over the one shared 2 x 2
+    # brute force: maximise sum_C theta . mu_hat_C - log Z - l2 ||z||^2 over the one shared 2 x 2
     # table, with log Z by enumerating all 16 states
     from ppgm.projection import project_simplex
 
@@ -93,7 +93,7 @@ def test_tied_naive_mle_is_the_brute_force_optimum_over_shared_tables():
         T = z.reshape(2, 2)
         score = sum(T[X[:, i], X[:, i + 1]] for i in range(3))
         log_z = np.logaddexp.reduce(score)
-        return -(sum((T * t).sum() for t in targets) - log_z - l2 * 3 * (z @ z))
+        return -(sum((T * t).sum() for t in targets) - log_z - l2 * (z @ z))
 
     ref = minimize(negative, np.zeros(4), method="BFGS", options={"gtol": 1e-10})
     ref_model = MarkovNetwork(dom, [Factor(e, ref.x.reshape(2, 2)) for e in EDGES])
@@ -122,6 +122,24 @@ def test_tied_cgm_em_keeps_the_groups_tied_and_beats_untied_on_a_homogeneous_cha
     pairs = [f.values for f in res_tied.model.factors if len(f.variables) == 2]
     assert all(np.array_equal(pairs[0], p) for p in pairs[1:])
     assert kl_divergence(truth, res_tied.model) < kl_divergence(truth, res_free.model)
+
+
+def test_tied_penalty_counts_a_shared_table_once():
+    """l2 ||z||^2: the M-step's optimum and EM's objective penalise the shared table once, not once
+    per clique that copies it."""
+    truth = _homogeneous_chain(k=3, seed=4)
+    dom = truth.domain
+    rng = np.random.default_rng(5)
+    N, b = 3000.0, 30.0
+    ms = [Measurement(f.variables, N * f.values + rng.laplace(0, b, f.shape), "laplace", b, n=N)
+          for f in infer(truth).factor_marginals()]
+    tied = [EDGES]
+    # the first record's objective is taken at the entering parameters (here the truth), before any
+    # M-step: two L2 weights differ by exactly N (a - b) ||z||^2 there
+    runs = [cgm_em(dom, ms, N=N, tied=tied, init=truth, l2=w, max_iter=1, progress=False) for w in (1e-3, 2e-3)]
+    z2 = float(np.sum(truth.factors[0].values ** 2) + np.sum(truth.factors[1].values ** 2))
+    gap = runs[0].history[0]["objective"] - runs[1].history[0]["objective"]
+    assert gap == pytest.approx(N * 1e-3 * z2, rel=1e-6)
 
 
 def test_estimators_take_tied_groups_and_export_an_ordinary_network():
