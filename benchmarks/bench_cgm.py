@@ -15,8 +15,8 @@ Regularisation and stopping, fixed for all cells:
   CGM-EM           defaults: start at "naive, calib.", moment-matched (Gaussian) E-step, noise-aware l2
                    (0.1/N .. 1/N, ppgm.cgm.noise_aware_l2) in the M-step, dual E-step (L-BFGS-B, gradient
                    1e-9 relative to N,
-                   at most 500 iterations, warm-started, adaptive tolerance), 2 truncated Newton steps
-                   per M-step (ppgm.mle; formerly 100 L-BFGS iterations),
+                   at most 500 iterations, warm-started, adaptive tolerance), 1 truncated Newton step
+                   per M-step (ppgm.mle; formerly 2, and before them 100 L-BFGS iterations),
                    at most 30 EM iterations, stopping when the objective gains < 1e-4 relative
                    (the defaults; also reported: 10 iterations)
   mbi              MirrorDescent (its defaults: Armijo steps), known total, squared (L2) or absolute (L1) loss of

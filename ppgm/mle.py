@@ -152,6 +152,7 @@ def fit_marginals(
     tied: Sequence | Tying | None = None,
     warn: bool = True,
     method: str = "auto",
+    init_marginals: tuple | None = None,
 ) -> FitResult:
     """Fit one log-potential table per target scope so that the model's marginals match the targets.
 
@@ -187,6 +188,9 @@ def fit_marginals(
         oracle and untied tables; ``"auto"`` takes it when these hold and L-BFGS otherwise, and hands
         over to L-BFGS (from Newton's point) if Newton has not converged after as many calibrations
         as ``max_iter`` L-BFGS iterations would take (near-noise targets with a tiny ``l2``).
+    init_marginals : tuple, optional
+        ``(log_z, mu)`` of ``init`` (the oracle's flat layout), when the caller has just calibrated it:
+        Newton then starts without calibrating it again (CGM-EM's M-step starts where its E-step ended).
 
     Returns
     -------
@@ -243,7 +247,8 @@ def fit_marginals(
         # (near-noise, inconsistent targets with a tiny l2: the optimum is far and Newton's model poor there),
         # L-BFGS continues from Newton's point with its own max_iter
         x, value, converged, nit = _newton(oracle, mu_hat, l2, x0, max_iter, tol, history,
-                                           max_evals=max_iter if method == "auto" else None)
+                                           max_evals=max_iter if method == "auto" else None,
+                                           start=init_marginals if init is not None else None)
         if converged or method == "newton":
             if warn and not converged:
                 warnings.warn(f"fit_marginals: {nit} Newton steps did not meet tol={tol}; the fit is approximate",
@@ -308,12 +313,14 @@ MAX_STEP = 30.0  # the largest change of a log-potential in one Newton step (its
 
 
 def _newton(oracle: MarginalOracle, mu_hat: np.ndarray, l2: float, x: np.ndarray, max_iter: int, tol: float,
-            history: list, cg_iter: int = 100, max_evals: int | None = None) -> tuple[np.ndarray, float, bool, int]:
+            history: list, cg_iter: int = 100, max_evals: int | None = None,
+            start: tuple | None = None) -> tuple[np.ndarray, float, bool, int]:
     """Truncated Newton for ``max <x, mu_hat> - log Z(x) - l2 ||x||^2`` (module docstring).
 
     Returns the point, its objective, whether the largest gradient entry is within ``tol``, and the
     Newton steps taken; appends each step's objective to ``history``. Stops after ``max_iter`` steps,
-    or before a step once ``max_evals`` calibrations are spent.
+    or before a step once ``max_evals`` calibrations are spent. ``start``: ``(log_z, mu)`` at ``x``
+    when the caller has them.
     """
     gauge = oracle.gauge
     evals = [0]
@@ -329,7 +336,10 @@ def _newton(oracle: MarginalOracle, mu_hat: np.ndarray, l2: float, x: np.ndarray
     # the targets are consistent), and the calibrations only ever see y, whose tables stay small.
     y = gauge.project(x)
     g = x - y
-    log_z, mu = calibrate(y)
+    if start is None:
+        log_z, mu = calibrate(y)
+    else:  # the same distribution as x: mu(y) = mu(x), log Z(y) = log Z(x) - <g, mu>
+        log_z, mu = float(start[0]) - float(g @ start[1]), np.asarray(start[1])
     g = g + gauge.gauge(mu_hat - mu - 2 * l2 * g) / (2 * l2)
     g_const = float(g @ mu_hat - g @ mu - l2 * (g @ g))  # the g-part of the objective
 

@@ -153,7 +153,8 @@ def test_cgm_bad_input():
 
 def test_newton_and_lbfgs_m_steps_are_the_same_em_when_solved_to_the_end():
     """Exact M-steps make EM one map: the Newton and L-BFGS M-steps, each run to a tight tolerance,
-    give the same iterates (measured: 3e-8 apart); the default, 2 Newton steps per M-step, is within 1e-5."""
+    give the same iterates (measured: 3e-8 apart); partial M-steps come closer with each Newton step
+    (measured: 1 step, the default, 5.2e-5 apart; 2 steps 1.3e-5; 3 steps 4e-7)."""
     truth = third_order_chain(5, 3, seed=4)
     N = 5000
     tabs = contingency_tables(sample(truth, N, seed=5), truth.domain, truth.scopes)
@@ -163,10 +164,12 @@ def test_newton_and_lbfgs_m_steps_are_the_same_em_when_solved_to_the_end():
     newton = cgm_em(truth.domain, ys, mstep="newton", mstep_iter=50, **kw)
     lbfgs = cgm_em(truth.domain, ys, mstep="lbfgs", mstep_iter=20_000, **kw)
     default = cgm_em(truth.domain, ys, **kw)
-    for a, b, c in zip(infer(newton.model).factor_marginals(), infer(lbfgs.model).factor_marginals(),
-                       infer(default.model).factor_marginals()):
+    two = cgm_em(truth.domain, ys, mstep_iter=2, **kw)
+    for a, b, c, d in zip(infer(newton.model).factor_marginals(), infer(lbfgs.model).factor_marginals(),
+                          infer(default.model).factor_marginals(), infer(two.model).factor_marginals()):
         np.testing.assert_allclose(a.values, b.values, atol=2e-7)
-        np.testing.assert_allclose(c.values, a.values, atol=5e-5)  # 2 Newton steps per M-step: close, not equal
+        np.testing.assert_allclose(c.values, a.values, atol=1e-4)  # 1 Newton step per M-step: close, not equal
+        np.testing.assert_allclose(d.values, a.values, atol=3e-5)  # 2 steps: closer
     np.testing.assert_allclose([h["objective"] for h in newton.history], [h["objective"] for h in lbfgs.history], rtol=1e-8)
 
 
