@@ -350,9 +350,12 @@ def _noise_constants(ms: Sequence[Measurement]) -> float:
 
 
 def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measurement], N: float,
-               lam0: np.ndarray | None = None, max_iter: int = 500, tol: float = 1e-9, info: dict | None = None):
+               lam0: np.ndarray | None = None, max_iter: int = 500, tol: float = 1e-9, info: dict | None = None,
+               at_start: tuple | None = None):
     """Solve Problem 6 through its dual; returns (lambda, marginals, primal value, evaluations).
-    ``info``, when given, receives ``converged`` (the solver's own test passed) and its ``message``.
+    ``info``, when given, receives ``converged`` (the solver's own test passed), its ``message``, and
+    ``log_z`` and flat ``mu`` at the answer. ``at_start``: ``(log_z, mu)`` at theta - lam0 when the
+    caller has them (CGM-EM: the previous E-step's answer, unchanged by its M-step).
     lambda has one entry per measured cell; a pooled table's enters every clique it sums
     (theta - P lambda, :func:`_observation`)."""
     obs = _observation(ms)
@@ -379,6 +382,8 @@ def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measureme
     x0 = np.zeros(y.size) if lam0 is None else np.clip(lam0, -box, box)
     # Diagonal preconditioning: the Hessian of N log Z(theta - l) has diagonal N mu (1 - mu) per cell;
     # optimising over z = h l with h = sqrt(that diagonal) makes L-BFGS-B see a far better conditioned problem.
+    if at_start is not None and lam0 is not None and np.array_equal(x0, lam0):
+        last.update(lam=x0.copy(), log_z=float(at_start[0]), mu=np.asarray(at_start[1]))
     mu0 = calibrated(x0)[1]
     h = np.sqrt(N * pool(mu0 * (1 - mu0)) + s2 + 1e-9 * N)
     scale = max(N, 1.0)  # the dual value is O(N): scale so that tolerances are relative
@@ -652,8 +657,10 @@ class _EM:
             tol_t = self.estep_tol if not self.adaptive_estep or not np.isfinite(self.last_change) else max(
                 self.estep_tol, min(ESTEP_CAP, ESTEP_REL * self.last_change))
             info: dict = {}
+            # after an M-step theta - lambda is where the last E-step ended (lambda moved with theta): reuse it
+            again = self.start_marginals if self.lam is not None and _observation(self.ms) is None else None
             self.lam, mus, value, evals = estep_dual(self.oracle, theta, self.ms, N, lam0=self.lam, max_iter=self.estep_iter, tol=tol_t,
-                                                     info=info)
+                                                     info=info, at_start=again)
             self.counts = [N * mu for mu in mus]
             self.start_marginals = (info["log_z"], info["mu"])  # at theta - lambda: where the M-step starts
             return mus, value, evals, info["converged"]
