@@ -84,6 +84,10 @@ from .tying import Tying
 
 
 ESTEP_REL, ESTEP_CAP = 1e-2, 1e-5  # adaptive E-step tolerance: min(cap, rel * last change)
+# EM's start, the calibrated naive fit, to a gradient of 1e-4 (its own default is 1e-7): EM moves every
+# marginal by more in its first iteration; tuning seeds 0-2 of the grid (chain N = 1e4 / 1e5 / 1e6,
+# Erdos-Renyi N = 1e5 / 1e6): the same KL to 4-5 digits, 5-10% fewer calibrations in all
+INIT_TOL = 1e-4
 
 
 def _check_measurements(domain: Domain, measurements: Sequence[Measurement]) -> list[Measurement]:
@@ -480,7 +484,8 @@ def cgm_em(
     init : MarkovNetwork, optional
         Starting parameters (default: the naive MLE with L2 weight ``init_l2``).
     init_l2 : float, optional
-        L2 weight of that starting naive MLE; default :func:`noise_calibrated_l2`.
+        L2 weight of that starting naive MLE; default :func:`noise_calibrated_l2`. The start is fitted to a
+        gradient of 1e-4 (``INIT_TOL``), not to the naive MLE's 1e-7: EM moves it further at once.
     moment_match : bool
         Run the E-step with Laplace tables replaced by Gaussian ones of the same variance (closer to
         the posterior mean that exact EM would use). ``False`` keeps the exact Laplace likelihood
@@ -550,7 +555,7 @@ def cgm_em(
         init_l2 = _check_l2(init_l2, allow_calibrated=True)  # type: ignore[assignment]  # a number or 'calibrated'
 
     if init is None:
-        init = naive_mle(domain, ms, N=N, l2="calibrated" if init_l2 is None else init_l2, tied=tie).model
+        init = naive_mle(domain, ms, N=N, l2="calibrated" if init_l2 is None else init_l2, tied=tie, tol=INIT_TOL).model
     em = _EM(domain, oracle, _moment_matched(ms) if moment_match else ms, N, l2, estep, estep_iter, estep_tol, adaptive_estep,
              damping, smoothing, mstep_tol, mstep_iter, tie, mstep)
     theta = P.join([f.values for f in init.factors])
