@@ -109,13 +109,17 @@ def test_tied_fit_recovers_a_homogeneous_chain_from_its_exact_marginals():
     assert kl_divergence(truth, fit.model) < 1e-9
 
 
+def _laplace_tables(truth, N=3000.0, b=30.0, seed=5):
+    """Every clique table of ``truth`` at N records with Laplace noise of scale b."""
+    rng = np.random.default_rng(seed)
+    return [Measurement(f.variables, N * f.values + rng.laplace(0, b, f.shape), "laplace", b, n=N)
+            for f in infer(truth).factor_marginals()]
+
+
 def test_tied_cgm_em_keeps_the_groups_tied_and_beats_untied_on_a_homogeneous_chain():
     truth = _homogeneous_chain(k=3, seed=4)
-    dom = truth.domain
-    rng = np.random.default_rng(5)
-    N, b = 3000.0, 30.0
-    ms = [Measurement(f.variables, N * f.values + rng.laplace(0, b, f.shape), "laplace", b, n=N)
-          for f in infer(truth).factor_marginals()]
+    dom, N = truth.domain, 3000.0
+    ms = _laplace_tables(truth, N)
     tied = [[("x0", "x1"), ("x1", "x2"), ("x2", "x3")]]
     res_tied = cgm_em(dom, ms, N=N, tied=tied, max_iter=8, progress=False)
     res_free = cgm_em(dom, ms, N=N, max_iter=8, progress=False)
@@ -128,11 +132,8 @@ def test_tied_penalty_counts_a_shared_table_once():
     """l2 ||z||^2: the M-step's optimum and EM's objective penalise the shared table once, not once
     per clique that copies it."""
     truth = _homogeneous_chain(k=3, seed=4)
-    dom = truth.domain
-    rng = np.random.default_rng(5)
-    N, b = 3000.0, 30.0
-    ms = [Measurement(f.variables, N * f.values + rng.laplace(0, b, f.shape), "laplace", b, n=N)
-          for f in infer(truth).factor_marginals()]
+    dom, N = truth.domain, 3000.0
+    ms = _laplace_tables(truth, N)
     tied = [EDGES]
     # the first record's objective is taken at the entering parameters (here the truth), before any
     # M-step: two L2 weights differ by exactly N (a - b) ||z||^2 there
