@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable, Sequence
 
 import numpy as np
@@ -631,7 +632,7 @@ class _EM:
         targets = [Factor(c, np.clip(mu, 0, None) / np.clip(mu, 0, None).sum()) for c, mu in zip(P.scopes, mus)]
         # M-step from theta - lambda: its marginals are the E-step's exactly, so it is the optimum
         # without the L2 term and the penalised optimum is close (the M-step then takes a few steps).
-        obs = _observation(self.ms)
+        obs = self.observation
         shift = None if self.lam is None else (self.lam if obs is None else obs @ self.lam)
         start = theta - shift if shift is not None else theta
         fit = fit_marginals(self.domain, targets, l2=self.l2, init=P.model(start), oracle=self.oracle,
@@ -639,19 +640,26 @@ class _EM:
                             method=self.mstep,
                             init_marginals=self.start_marginals if shift is not None and np.isfinite(start).all() else None)
         new = P.join([f.values for f in fit.model.factors])
-        free_new = new if self.tie is None else self.tie.restrict(new)
-        # the M-step's value is <new, targets> - log Z(new) - l2 ||free||^2 at the point it returns
-        self.next_log_z = float(new @ P.join([t.values for t in targets]) - self.l2 * (free_new @ free_new) - fit.objective)
+        # the M-step's value is <new, targets> - log Z(new) - penalty at the point it returns
+        self.next_log_z = float(new @ P.join([t.values for t in targets]) - self._penalty(new) - fit.objective)
         if self.lam is not None and obs is None:  # keep theta' = theta - lambda where the last E-step left it
             self.lam = self.lam + (new - theta)
         mu_flat = P.join(mus)
         change = float(np.abs(mu_flat - self.prev_mu).max()) if self.prev_mu is not None else float("inf")
         self.prev_mu, self.last_change = mu_flat, change
-        free = theta if self.tie is None else self.tie.restrict(theta)  # the penalty is on the shared tables
-        penalty = N * self.l2 * float(free @ free)
-        record = {"objective": value - N * log_z_theta - penalty if self.estep == "dual" else float("nan"),
+        record = {"objective": value - N * log_z_theta - N * self._penalty(theta) if self.estep == "dual" else float("nan"),
                   "change": change, "estep_evals": int(evals), "estep_converged": bool(converged), "mstep_iters": len(fit.history)}
         return new, record
+
+    @cached_property
+    def observation(self) -> sparse.csr_matrix | None:
+        """The pooled tables' P (:func:`_observation`), built once per fit."""
+        return _observation(self.ms)
+
+    def _penalty(self, theta: np.ndarray) -> float:
+        """l2 ||v||^2 (per record) on the free parameters: theta, or the shared tables when tied."""
+        free = theta if self.tie is None else self.tie.restrict(theta)
+        return self.l2 * float(free @ free)
 
     def _expected(self, theta: np.ndarray) -> tuple[list, float, int, bool]:
         """The E-step: expected clique marginals of the true counts, the dual value, evaluations, and
@@ -663,7 +671,7 @@ class _EM:
                 self.estep_tol, min(ESTEP_CAP, ESTEP_REL * self.last_change))
             info: dict = {}
             # after an M-step theta - lambda is where the last E-step ended (lambda moved with theta): reuse it
-            again = self.start_marginals if self.lam is not None and _observation(self.ms) is None else None
+            again = self.start_marginals if self.lam is not None and self.observation is None else None
             self.lam, mus, value, evals = estep_dual(self.oracle, theta, self.ms, N, lam0=self.lam, max_iter=self.estep_iter, tol=tol_t,
                                                      info=info, at_start=again)
             self.counts = [N * mu for mu in mus]

@@ -256,19 +256,17 @@ def fit_marginals(
             return FitResult(P.model(x), value, converged, history)
         x0 = x
 
-    def f(x):
-        log_z, mu = oracle.flat(x)
-        value = float(x @ mu_hat - log_z - l2 * (x @ x))
-        return -value, -(mu_hat - mu - 2 * l2 * x)
-
-    if tie is not None:  # optimise the shared tables z; theta = T z, the penalty on z (each shared cell once)
+    # the free parameters v: theta itself, or the shared tables z with theta = T z; the penalty is on v
+    # (a shared cell once)
+    if tie is not None:
         x0 = tie.restrict(x0)
 
-        def f(z):
-            theta = tie.expand(z)
-            log_z, mu = oracle.flat(theta)
-            value = float(theta @ mu_hat - log_z - l2 * (z @ z))
-            return -value, -(tie.pool(mu_hat - mu) - 2 * l2 * z)
+    def f(v):
+        theta = v if tie is None else tie.expand(v)
+        log_z, mu = oracle.flat(theta)
+        value = float(theta @ mu_hat - log_z - l2 * (v @ v))
+        grad = mu_hat - mu if tie is None else tie.pool(mu_hat - mu)
+        return -value, -(grad - 2 * l2 * v)
 
     def record(intermediate_result):
         history.append(-float(intermediate_result.fun))
