@@ -661,7 +661,7 @@ class NaiveMLEEstimator(_NoisyTableEstimator):
     """
 
     def estimate(self, noisy_tables: NoisyTables, N: float | None = None, l2: float | str | None = None,
-                 project: bool = True) -> DiscreteMarkovNetwork:
+                 project: bool = True, seed=0) -> DiscreteMarkovNetwork:
         """Fit the network to the noisy tables treated as exact marginals.
 
         Parameters
@@ -670,16 +670,20 @@ class NaiveMLEEstimator(_NoisyTableEstimator):
             One table per clique of the model.
         N : float, optional
             The record count (default: the release's, or estimated from the tables' totals).
-        l2 : float or "calibrated", optional
-            L2 weight per record: default ``1 / N`` (the paper's), or ``"calibrated"`` for one that grows
-            with the noise (``ppgm.cgm.noise_calibrated_l2``).
+        l2 : float, "release", "paper" or "calibrated", optional
+            L2 weight per record: by default chosen from the release by a parametric bootstrap
+            (``ppgm.cgm.release_l2``); ``"paper"`` for the paper's ``1 / N``; ``"calibrated"`` for one
+            that grows with the noise (``ppgm.cgm.noise_calibrated_l2``).
         project : bool
             Project each table onto the simplex first.
+        seed : int or numpy.random.Generator
+            Randomness of the release-based rule (same seed, same weight).
 
         Returns
         -------
         DiscreteMarkovNetwork
-            With ``history_`` (the optimiser's objective) and ``N_`` set on the estimator.
+            With ``history_`` (the optimiser's objective), ``N_``, ``l2_`` (the weight used) and
+            ``selection_`` (the release-based rule's criterion, or None) set on the estimator.
 
         Raises
         ------
@@ -695,8 +699,9 @@ class NaiveMLEEstimator(_NoisyTableEstimator):
         [['X0', 'X1'], ['X0', 'X2']]
         """
         dom, ms = self._inputs(noisy_tables)
-        fit = naive_mle(dom, ms, N=N, l2=l2, project=project, tied=self.tied)
+        fit = naive_mle(dom, ms, N=N, l2=l2, project=project, tied=self.tied, seed=seed)
         self.history_ = fit.history
+        self.l2_, self.selection_ = fit.l2, fit.selection
         self.N_ = population_size(ms) if N is None else float(N)
         return markov_to_pgmpy(fit.model)
 
@@ -726,7 +731,8 @@ class CGMEstimator(_NoisyTableEstimator):
 
     def estimate(self, noisy_tables: NoisyTables, N: float | None = None, l2: float | None = None, estep: str = "dual",
                  max_iter: int = 30, tol: float = 1e-6, progress: bool = True, init_l2: float | None = None,
-                 moment_match: bool = True, rtol: float = 1e-4, callback=None) -> DiscreteMarkovNetwork:
+                 moment_match: bool = True, rtol: float = 1e-4, callback=None, stop: str = "release",
+                 seed=0) -> DiscreteMarkovNetwork:
         """Run CGM-EM on the release (the arguments of :func:`ppgm.cgm.cgm_em`, whose docstring gives the
         defaults and what they were measured against).
 
@@ -742,18 +748,23 @@ class CGMEstimator(_NoisyTableEstimator):
         max_iter, tol, rtol
             EM's stopping rule.
         progress : bool
-        init_l2 : float or "calibrated", optional
-            L2 weight of the starting naive fit.
+        init_l2 : float or str, optional
+            L2 weight of the starting naive fit (any ``l2`` of ``NaiveMLEEstimator.estimate``; default
+            chosen from the release).
         moment_match : bool
         callback : callable, optional
             ``callback(iteration, network, record)`` with a pgmpy ``DiscreteMarkovNetwork``; raise
             ``StopIteration`` to stop.
+        stop : {"release", "converged"}
+            EM's iteration count chosen from the release (default), or EM run to ``tol`` / ``rtol``.
+        seed : int or numpy.random.Generator
+            Randomness of the release-based rules (same seed, same result).
 
         Returns
         -------
         DiscreteMarkovNetwork
-            With ``history_`` (per EM iteration; the last record says why EM stopped) and ``N_`` set on
-            the estimator.
+            With ``history_`` (per EM iteration; the last record says why EM stopped), ``N_`` and
+            ``selection_`` (what the release-based rules chose) set on the estimator.
 
         Raises
         ------
@@ -771,8 +782,9 @@ class CGMEstimator(_NoisyTableEstimator):
         """
         dom, ms = self._inputs(noisy_tables)
         res = cgm_em(dom, ms, N=N, l2=l2, estep=estep, max_iter=max_iter, tol=tol, progress=progress,
-                     init_l2=init_l2, moment_match=moment_match, rtol=rtol, tied=self.tied,
+                     init_l2=init_l2, moment_match=moment_match, rtol=rtol, tied=self.tied, stop=stop, seed=seed,
                      callback=None if callback is None else (lambda i, m, rec: callback(i, markov_to_pgmpy(m), rec)))
         self.history_ = res.history
+        self.selection_ = res.selection
         self.N_ = res.N
         return markov_to_pgmpy(res.model)

@@ -74,7 +74,7 @@ def run_seed(eps: float, seed: int) -> dict:
     case = adult_case(eps, seed)
     dom, ys, N = case["domain"], case["ys"], case["N"]
     out = {}
-    runs = {"naive MLE": lambda: naive_mle(dom, ys, N=N).model,
+    runs = {"naive MLE": lambda: naive_mle(dom, ys, N=N, l2="paper").model,
             "naive, calib.": lambda: naive_mle(dom, ys, N=N, l2="calibrated").model,
             "CGM-EM": lambda: cgm_em(dom, ys, N=N, progress=False).model}
     for name, fn in runs.items():

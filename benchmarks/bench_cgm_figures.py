@@ -57,7 +57,7 @@ def figure_a(truth, truth_marg, eps_list, Ns):
             naive, exact = [], []
             for s in SEEDS:
                 tabs, ys = population(truth, N, eps, s)
-                naive.append(marginal_mse(truth_marg, naive_mle(truth.domain, ys, N=N).model))
+                naive.append(marginal_mse(truth_marg, naive_mle(truth.domain, ys, N=N, l2="paper").model))
                 fit = fit_marginals(truth.domain, [Factor(t.variables, t.values / N) for t in tabs], l2=1 / N, tol=1e-7)
                 exact.append(marginal_mse(truth_marg, fit.model))
             sampling = float(np.mean(mu * (1 - mu))) / N

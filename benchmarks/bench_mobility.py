@@ -120,16 +120,16 @@ def fits_for(df, truth_pg, tied, codes, eps, seed):
     pdom, pms = prel.domain, prel.measurements()
     people = df["person"].to_numpy()
     return {
-        "naive, free": lambda: naive_mle(dom, ms).model,
-        "naive, tied": lambda: naive_mle(dom, ms, tied=tied).model,
+        "naive, free": lambda: naive_mle(dom, ms, l2="paper").model,
+        "naive, tied": lambda: naive_mle(dom, ms, tied=tied, l2="paper").model,
         "naive, tied, calibrated": lambda: naive_mle(dom, ms, tied=tied, l2="calibrated").model,
         # the weight the tied naive MLE gave its shared table before the penalty counted it once (23 copies x 1 / N)
         "naive, tied, 23 / N": lambda: naive_mle(dom, ms, tied=tied, l2=(len(tied[0])) / population_size(ms)).model,
         "CGM-EM, free": lambda: cgm_em(dom, ms, progress=False).model,
         "CGM-EM, tied": lambda: cgm_em(dom, ms, tied=tied, progress=False).model,
-        "naive, tied, pooled": lambda: naive_mle(pdom, pms, tied=tied).model,
+        "naive, tied, pooled": lambda: naive_mle(pdom, pms, tied=tied, l2="paper").model,
         "CGM-EM, tied, pooled": lambda: cgm_em(pdom, pms, tied=tied, progress=False).model,
-        "naive, tied, Gaussian": lambda: naive_mle(dom, gms, tied=tied).model,
+        "naive, tied, Gaussian": lambda: naive_mle(dom, gms, tied=tied, l2="paper").model,
         "CGM-EM, tied, Gaussian": lambda: cgm_em(dom, gms, tied=tied, progress=False).model,
         "PSGD, tied": lambda: psgd(codes, people, dom, eps**2 / 2, np.random.default_rng(seed + 11)),
     }
@@ -152,7 +152,7 @@ def run(grid_people, epsilons, seeds):
             df, codes, held = everyone[~is_held].reset_index(drop=True), all_codes[~is_held], all_codes[is_held]
             exact = bounded_tables(df, truth_pg, individuals="person", reweight=True)
             exact_ms = [Measurement(t.variables, np.asarray(t.values, dtype=float)) for t in exact.tables]
-            mle = naive_mle(exact.domain, exact_ms, tied=tied).model
+            mle = naive_mle(exact.domain, exact_ms, tied=tied, l2="paper").model
             ceil = ceilings.setdefault(n_people, ([], []))
             ceil[0].append(loglik(truth, held))
             ceil[1].append(loglik(mle, held))

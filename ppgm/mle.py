@@ -52,12 +52,19 @@ class FitResult:
     history : list of float
         Objective after each L-BFGS iteration or Newton step.
     converged : bool
+    l2 : float, optional
+        The L2 weight the fit used (per record), when a learner chose it.
+    selection : dict, optional
+        How the weight was chosen from the release (``ppgm.release_rule.Choice.as_record``): the
+        candidates, their mean bootstrap scores, whether the rule decided.
     """
 
     model: MarkovNetwork
     objective: float
     converged: bool
     history: list = field(default_factory=list)
+    l2: float | None = None
+    selection: dict | None = None
 
 
 class _Parameters:

@@ -138,9 +138,9 @@ def test_accountant_refuses_an_over_budget_release_as_a_whole():
 def test_estimators_return_pgmpy_networks_and_cgm_beats_naive():
     mn, df = _data()
     rel = release_tables(df, mn, LaplaceMechanism(0.1), seed=4)  # b = 90 per cell: privacy dominates; seeded, the same draw
-    naive = NaiveMLEEstimator(mn).estimate(rel)  # every run (CGM-EM wins in expectation, not on every private draw)
+    naive = NaiveMLEEstimator(mn).estimate(rel, l2="paper")  # every run (CGM-EM wins in expectation, not on every private draw)
     est = CGMEstimator(mn)
-    cgm = est.estimate(rel, progress=False, max_iter=30)
+    cgm = est.estimate(rel, progress=False, stop="converged", init_l2="calibrated", max_iter=30)
     assert naive.check_model() and cgm.check_model()
     assert set(cgm.nodes()) == set(mn.nodes())
     assert est.N_ == pytest.approx(20_000, rel=0.02)

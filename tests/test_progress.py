@@ -62,8 +62,8 @@ def test_cgm_em_records_why_it_stopped_and_warns_on_an_unconverged_nlbp_estep():
     marg = infer(truth).factor_marginals()
     rng = np.random.default_rng(0)
     ys = [Measurement(f.variables, np.round(2000 * f.values + rng.laplace(0, 5.0, f.shape)), "laplace", 5.0) for f in marg]
-    res = cgm_em(truth.domain, ys, max_iter=3, progress=False)
+    res = cgm_em(truth.domain, ys, max_iter=3, progress=False, stop="converged", init_l2="calibrated")
     assert all("estep_converged" in h for h in res.history) and res.history[-1]["stopped"]
     with pytest.warns(ConvergenceWarning, match="E-step"):
-        bad = cgm_em(truth.domain, ys, max_iter=2, estep="nlbp", estep_iter=5, progress=False)
+        bad = cgm_em(truth.domain, ys, max_iter=2, estep="nlbp", estep_iter=5, progress=False, stop="converged", init_l2="calibrated")
     assert bad.history[-1]["estep_converged"] is False

@@ -121,8 +121,8 @@ def test_tied_cgm_em_keeps_the_groups_tied_and_beats_untied_on_a_homogeneous_cha
     dom, N = truth.domain, 3000.0
     ms = _laplace_tables(truth, N)
     tied = [[("x0", "x1"), ("x1", "x2"), ("x2", "x3")]]
-    res_tied = cgm_em(dom, ms, N=N, tied=tied, max_iter=8, progress=False)
-    res_free = cgm_em(dom, ms, N=N, max_iter=8, progress=False)
+    res_tied = cgm_em(dom, ms, N=N, tied=tied, max_iter=8, progress=False, stop="converged", init_l2="calibrated")
+    res_free = cgm_em(dom, ms, N=N, max_iter=8, progress=False, stop="converged", init_l2="calibrated")
     pairs = [f.values for f in res_tied.model.factors if len(f.variables) == 2]
     assert all(np.array_equal(pairs[0], p) for p in pairs[1:])
     assert kl_divergence(truth, res_tied.model) < kl_divergence(truth, res_free.model)
@@ -137,7 +137,7 @@ def test_tied_penalty_counts_a_shared_table_once():
     tied = [EDGES]
     # the first record's objective is taken at the entering parameters (here the truth), before any
     # M-step: two L2 weights differ by exactly N (a - b) ||z||^2 there
-    runs = [cgm_em(dom, ms, N=N, tied=tied, init=truth, l2=w, max_iter=1, progress=False) for w in (1e-3, 2e-3)]
+    runs = [cgm_em(dom, ms, N=N, tied=tied, init=truth, l2=w, max_iter=1, progress=False, stop="converged", init_l2="calibrated") for w in (1e-3, 2e-3)]
     z2 = float(np.sum(truth.factors[0].values ** 2) + np.sum(truth.factors[1].values ** 2))
     gap = runs[0].history[0]["objective"] - runs[1].history[0]["objective"]
     assert gap == pytest.approx(N * 1e-3 * z2, rel=1e-6)

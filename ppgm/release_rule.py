@@ -1,0 +1,229 @@
+"""Regularisation chosen from the release itself, by a parametric bootstrap.
+
+A learner fitted to one noisy table per clique must be regularised, and how much depends on the noise,
+N and the model: no constant is right everywhere (``docs/regularisation.md`` has the measurements). The
+release carries what is needed to choose: the mechanism and its noise law are public and N is public or
+noised. So we simulate releases like the real one from a fit of it (the *pilot*), refit them at
+candidate settings and keep the setting that recovers the pilot best:
+
+1. pilot: a lightly regularised fit of the release (the paper's naive MLE, L2 weight 1 / N);
+2. ``n_boot`` times: draw N records from the pilot (exact sampling), tabulate the released cliques
+   (pooled tables summed as released), add noise of the same law and scale;
+3. refit each simulated release at every candidate and score it by KL(pilot || refit);
+4. keep the candidate with the smallest mean score, or the most regularised one whose paired score
+   differences from it are within one standard error (under-regularising costs more than
+   over-regularising: the KL curve is steep on that side).
+
+The choice uses the release only (no records, no truth): it is post-processing, and costs no privacy
+budget. Its randomness comes from ``seed`` (simulated noise is never released).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import checks
+from .domain import Domain
+from .markov import MarkovNetwork
+from .measurement import Measurement
+from .metrics import kl_divergence
+from .noise import add_noise
+from .rng import as_generator
+from .sampling import sample_markov
+from .tables import contingency_tables
+
+N_BOOT = 3  # simulated releases per choice (tuning families: 2 left the choice noisy at low noise)
+STEP = np.sqrt(10.0)  # the candidate grid: half-decades of the weight
+
+
+class UndecidedWarning(UserWarning):
+    """The release-based rule could not place the best setting inside its candidate range."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the release-based rule chose, and the criterion behind it.
+
+    Attributes
+    ----------
+    value : float
+        The chosen setting (an L2 weight per record, or an iteration count).
+    candidates : numpy.ndarray
+        The settings tried, in the order they were tried.
+    scores : numpy.ndarray
+        KL(pilot || refit) in nats, one row per simulated release, one column per candidate.
+    decided : bool
+        False when the best candidate lay at the edge of the range tried (the value is that edge).
+    reason : str
+        How the value was picked.
+    """
+
+    value: float
+    candidates: np.ndarray
+    scores: np.ndarray
+    decided: bool = True
+    reason: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def as_record(self) -> dict:
+        """The choice as a plain dict for a result's history."""
+        return {"value": float(self.value), "candidates": [float(c) for c in self.candidates],
+                "mean_scores": [float(s) for s in self.scores.mean(axis=0)], "decided": self.decided,
+                "reason": self.reason, **self.extra}
+
+
+def simulated_release(model: MarkovNetwork, ms: Sequence[Measurement], N: float, rng: np.random.Generator) -> list[Measurement]:
+    """A release like ``ms`` drawn from ``model``: N records, each measured clique tabulated (a pooled
+    table as the sum of its members'), and noise of each table's law and scale added (seeded: a
+    simulation, never a release).
+
+    Parameters
+    ----------
+    model : MarkovNetwork
+    ms : sequence of Measurement
+    N : float
+        Records to draw (rounded).
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    list of Measurement
+
+    Examples
+    --------
+    >>> from ppgm.random_models import third_order_chain
+    >>> mn = third_order_chain(4, 2, seed=0)
+    >>> ms = [Measurement(f.variables, np.zeros(f.values.shape), "laplace", 2.0) for f in mn.factors]
+    >>> ys = simulated_release(mn, ms, 100, np.random.default_rng(0))
+    >>> len(ys), ys[0].noise, ys[0].scale
+    (6, 'laplace', 2.0)
+    """
+    cliques = [c for m in ms for c in m.cliques]
+    counts = contingency_tables(sample_markov(model, int(round(N)), seed=rng), model.domain, cliques)
+    out, k = [], 0
+    for m in ms:
+        table = np.zeros(m.shape, dtype=np.int64)
+        for _ in m.cliques:  # members are aligned axis by axis with the pooled table
+            table = table + np.asarray(counts[k].values).astype(np.int64)
+            k += 1
+        values = add_noise(table, m.noise, m.scale, rng) if m.noise != "none" else table
+        out.append(Measurement(m.variables, np.asarray(values, dtype=float), m.noise, m.scale, n=m.n,
+                               integer=m.integer, members=m.members))
+    return out
+
+
+def choose_l2(
+    domain: Domain,
+    ms: Sequence[Measurement],
+    N: float,
+    refit: Callable[[list, float, MarkovNetwork | None], MarkovNetwork],
+    pilot: MarkovNetwork,
+    upper: float,
+    lower: float | None = None,
+    n_boot: int = N_BOOT,
+    seed=0,
+) -> Choice:
+    """The L2 weight (per record) at which ``refit`` best recovers ``pilot`` from releases like ``ms``.
+
+    Candidates run down from ``upper`` in half-decades to the floor ``lower`` (default ``1 / N``),
+    stopping once the mean score has risen at two candidates in a row past its minimum; the range
+    grows upwards (at most three half-decades) while the best candidate is the largest tried.
+
+    Parameters
+    ----------
+    domain : Domain
+    ms : sequence of Measurement
+        The release.
+    N : float
+    refit : callable
+        ``refit(measurements, l2, init)`` -> MarkovNetwork: the learner whose weight is chosen,
+        warm-started at ``init`` (None or the previous candidate's fit on the same simulated release).
+    pilot : MarkovNetwork
+        The simulated releases' truth: a lightly regularised fit of ``ms``.
+    upper, lower : float
+        The candidate range (per-record weights). The floor is a floor, not a guess: below the
+        paper's 1 / N the lightly regularised pilot is rougher than the truth and the bootstrap
+        favours too small a weight (``docs/regularisation.md``).
+    n_boot : int
+        Simulated releases.
+    seed : int or numpy.random.Generator
+
+    Returns
+    -------
+    Choice
+        ``value`` is the chosen weight; ``decided`` is False (and an :class:`UndecidedWarning` is
+        raised) when the largest weight tried scored best even after the range grew.
+
+    Examples
+    --------
+    >>> from ppgm.random_models import third_order_chain
+    >>> from ppgm.cgm import naive_refit
+    >>> truth = third_order_chain(4, 3, seed=0)
+    >>> rng = np.random.default_rng(1)
+    >>> ms = simulated_release(truth, [Measurement(f.variables, np.zeros(f.values.shape), "laplace", 6.0)
+    ...                                for f in truth.factors], 2000, rng)
+    >>> ch = choose_l2(truth.domain, ms, 2000, naive_refit(truth.domain, ms, 2000), truth, upper=0.05)
+    >>> bool(1e-5 < ch.value <= 0.05 * 10**1.5)
+    True
+    """
+    n_boot = checks.count(n_boot, "n_boot", 2)
+    rng = as_generator(seed)
+    lower = 1.0 / N if lower is None else lower
+    releases = [simulated_release(pilot, ms, N, rng) for _ in range(n_boot)]
+    last: list = [None] * n_boot
+    cands: list = []
+    cols: list = []
+
+    def score(l2: float, warm: bool = True) -> None:
+        col = []
+        for b, ys in enumerate(releases):
+            fit = refit(ys, l2, last[b] if warm else None)
+            last[b] = fit
+            col.append(kl_divergence(pilot, fit))
+        cands.append(l2)
+        cols.append(col)
+
+    l2 = float(upper)
+    while True:  # descend to the floor, or until the mean score has risen twice past its minimum
+        score(l2)
+        means = np.mean(cols, axis=1)
+        if len(means) - 1 - int(np.argmin(means)) >= 2 or l2 <= lower:
+            break
+        l2 = max(l2 / STEP, lower)
+    grown = 0
+    while int(np.argmin(np.mean(cols, axis=1))) == 0 and grown < 3:  # the largest tried is best: go up
+        last = [None] * n_boot
+        score(cands[0] * STEP, warm=False)
+        cands, cols = cands[-1:] + cands[:-1], cols[-1:] + cols[:-1]  # keep decreasing order
+        grown += 1
+    c = np.array(cands)
+    s = np.array(cols).T  # (n_boot, candidates), candidates in decreasing weight
+    means = s.mean(axis=0)
+    best = int(np.argmin(means))
+    at_floor = best == len(c) - 1 and c[best] <= lower * (1 + 1e-9)
+    decided = best > 0 and (best < len(c) - 1 or at_floor)
+    value = float(c[best])
+    reason = "the floor of the range" if at_floor else "smallest mean KL(pilot || refit)"
+    # the most regularised candidate within one standard error of the best (paired over simulated releases)
+    for j in range(best):
+        d = s[:, j] - s[:, best]
+        if d.mean() <= d.std(ddof=1) / np.sqrt(n_boot):
+            value, reason = float(c[j]), "largest weight within one standard error of the best"
+            break
+    else:
+        if 0 < best < len(c) - 1:  # refine the best half-decade by a parabola in log weight
+            x = np.log(c[best - 1:best + 2])
+            y = means[best - 1:best + 2]
+            den = y[0] - 2 * y[1] + y[2]
+            if den > 0:
+                off = float(np.clip(0.5 * (y[0] - y[2]) / den, -0.5, 0.5))
+                value, reason = max(lower, float(np.exp(x[1] + off * (x[1] - x[0])))), "parabola through the best three candidates"
+    if not decided:
+        reason = "the largest candidate tried was best: the rule could not decide"
+        warnings.warn(f"L2 weight chosen from the release: the largest candidate ({c[best]:.3g} per record) scored best, "
+                      "so the best weight may lie above the range tried; pass l2= to override", UndecidedWarning, stacklevel=3)
+    return Choice(value, c, s, decided, reason)

@@ -1,0 +1,110 @@
+"""The regularisation chosen from the release (ppgm.release_rule, ppgm.cgm.release_l2 / release_iterations)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from ppgm import contingency_tables, infer, kl_divergence, sample
+from ppgm import Factor, MarkovNetwork
+from ppgm.cgm import cgm_em, naive_mle, naive_refit, noise_calibrated_l2
+from ppgm.measurement import Measurement
+from ppgm.random_models import pairwise_dirichlet, third_order_chain
+from ppgm.release_rule import UndecidedWarning, choose_l2, simulated_release
+
+
+def _release(truth, N, scale, seed):
+    rng = np.random.default_rng(seed)
+    tabs = contingency_tables(sample(truth, N, seed=rng), truth.domain, truth.scopes)
+    return [Measurement(t.variables, t.values + rng.laplace(0, scale, t.shape), "laplace", scale) for t in tabs]
+
+
+def test_simulated_release_has_the_pilots_means_and_the_noise_law():
+    truth = third_order_chain(4, 3, seed=0)
+    ms = [Measurement(f.variables, np.zeros(f.values.shape), "laplace", 5.0) for f in truth.factors]
+    marg = infer(truth).factor_marginals()
+    rng = np.random.default_rng(0)
+    draws = [simulated_release(truth, ms, 4000, rng) for _ in range(200)]
+    for i, (m, mu) in enumerate(zip(ms, marg)):
+        vals = np.array([d[i].values for d in draws])
+        assert draws[0][i].noise == "laplace" and draws[0][i].scale == 5.0
+        # mean: N mu (closed form); variance: multinomial N mu (1 - mu) plus the Laplace 2 b^2
+        np.testing.assert_allclose(vals.mean(axis=0), 4000 * mu.values, atol=5 * np.sqrt(4000 * 0.25 + 50) / np.sqrt(200))
+        var = 4000 * mu.values * (1 - mu.values) + 2 * 25.0
+        np.testing.assert_allclose(vals.var(axis=0), var, rtol=0.35)
+
+
+def test_pooled_tables_are_simulated_as_the_sum_of_their_members():
+    truth = pairwise_dirichlet([(0, 1), (1, 2)], 3, 2, seed=1)
+    pooled = Measurement(("X0", "X1"), np.zeros((2, 2)), "gaussian", 1e-9, members=(("X0", "X1"), ("X1", "X2")))
+    (y,) = simulated_release(truth, [pooled], 1000, np.random.default_rng(2))
+    assert abs(y.values.sum() - 2000) < 1e-3 and y.members == pooled.members
+
+
+def test_release_weight_beats_or_matches_the_constants_it_replaces():
+    # heavy noise on a small table set: 1/N overfits, the calibrated weight over-smooths
+    truth = pairwise_dirichlet([(0, 1), (1, 2), (2, 3), (3, 4)], 5, 4, alpha=0.5, seed=3)
+    N = 3000
+    ys = _release(truth, N, 8.0, 4)
+    kl = {w: kl_divergence(truth, naive_mle(truth.domain, ys, N=N, l2=w).model) for w in ("paper", "calibrated")}
+    fit = naive_mle(truth.domain, ys, N=N)
+    assert kl_divergence(truth, fit.model) <= 1.05 * min(kl.values())
+    assert 1 / N <= fit.l2 <= 10 ** 1.5 * noise_calibrated_l2(ys, N) * 1.0001  # floor 1/N, range of the rule
+    sel = fit.selection
+    assert sel["decided"] and len(sel["candidates"]) == len(sel["mean_scores"]) >= 3
+    assert min(sel["candidates"]) >= 1 / N * (1 - 1e-9)
+
+
+def test_same_seed_same_weight_and_an_explicit_weight_is_used_as_given():
+    truth = third_order_chain(4, 3, seed=5)
+    ys = _release(truth, 2000, 3.0, 6)
+    a, b = naive_mle(truth.domain, ys, seed=1), naive_mle(truth.domain, ys, seed=1)
+    assert a.l2 == b.l2 and a.selection == b.selection
+    given = naive_mle(truth.domain, ys, l2=0.0123)
+    assert given.l2 == 0.0123 and given.selection is None
+    assert naive_mle(truth.domain, ys, l2="paper").l2 == pytest.approx(1 / ys[0].values.sum(), rel=0.05)
+    with pytest.raises(ValueError, match="l2"):
+        naive_mle(truth.domain, ys, l2="auto")
+
+
+def test_a_uniform_pilot_leaves_the_rule_undecided_and_it_says_so():
+    # simulated releases of a uniform network: every extra unit of regularisation helps, so the largest
+    # weight tried stays best however far the range grows
+    truth = pairwise_dirichlet([(0, 1), (1, 2)], 3, 3, seed=7)
+    uniform = MarkovNetwork(truth.domain, [Factor(f.variables, np.zeros(f.values.shape)) for f in truth.factors])
+    ys = _release(truth, 500, 20.0, 8)
+    with pytest.warns(UndecidedWarning, match="largest candidate"):
+        ch = choose_l2(truth.domain, ys, 500, naive_refit(truth.domain, ys, 500), uniform, upper=0.01)
+    assert not ch.decided and ch.value == max(ch.candidates) == pytest.approx(0.01 * 10 ** 1.5)
+    assert ch.scores.shape == (3, len(ch.candidates))
+
+
+def test_cgm_em_iterations_chosen_from_the_release():
+    truth = pairwise_dirichlet([(0, 1), (1, 2), (2, 3), (0, 3)], 4, 3, alpha=2.0, seed=5)
+    N = 20_000
+    ys = _release(truth, N, 40.0, 7)
+    res = cgm_em(truth.domain, ys, N=N, progress=False, max_iter=12)
+    it = res.selection["iterations"]
+    assert set(res.selection) == {"l2", "iterations"}
+    assert 0 <= it["value"] <= 12 and it["value"] == int(it["value"])
+    scores = np.array(it["mean_scores"])
+    assert scores[int(it["value"])] <= scores[0] + 1e-12  # never chosen worse than the start in the simulation
+    n_iter = int(it["value"])
+    assert len(res.history) == max(n_iter, 1) and "stopped" in res.history[-1]
+    again = cgm_em(truth.domain, ys, N=N, progress=False, max_iter=12)
+    np.testing.assert_array_equal(again.model.factors[0].values, res.model.factors[0].values)
+
+
+def test_zero_iterations_return_the_start():
+    truth = pairwise_dirichlet([(0, 1), (1, 2)], 3, 3, alpha=1e6, seed=7)
+    ys = _release(truth, 500, 50.0, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndecidedWarning)
+        res = cgm_em(truth.domain, ys, N=500, progress=False)
+        start = naive_mle(truth.domain, ys, N=500, tol=1e-4)
+    if res.selection["iterations"]["value"] == 0:
+        assert "0 iterations" in res.history[-1]["stopped"]
+        for a, b in zip(res.model.factors, start.model.factors):
+            np.testing.assert_allclose(a.values, b.values, atol=1e-12)
+    else:  # the rule found EM helpful here: the history is EM's
+        assert res.history[0]["estep_evals"] > 0
