@@ -19,47 +19,14 @@ tree is too large). Two solvers share it:
 M-step: the maximum-likelihood fit to the expected counts (``ppgm.mle.fit_marginals``), warm-started
 at theta - lambda (whose marginals are the E-step's exactly) and improved by a few truncated Newton
 steps on the gauge-free parameters (``ppgm.gauge``): with an L2 weight of order 1 / N, the penalty is
-the only curvature along the gauge directions and L-BFGS spent its 100 iterations there (on Adult its
-M-steps ended 1e-4 to 3e-3 nats per record short of the optimum; two Newton steps, about 15 Fisher
-products each, end within 1e-10; one step per EM iteration is the default, see below).
+the only curvature along the gauge directions, where L-BFGS spent its iterations.
 
-Start and stop: EM starts from the naive MLE with an L2 weight calibrated to the noise
-(:func:`noise_calibrated_l2`), runs its E-step with Laplace noise moment-matched to a Gaussian by
-default, and stops after at most 30 iterations or when the objective stalls: the point EM converges
-to overfits the noise, the path to it improves on the start (see :func:`cgm_em`).
-
-What the defaults were measured against (the paper's 10 x 10 third-order chain, one draw):
-
-* iterations: the maximiser of the approximate marginal likelihood overfits the noise (maximised
-  directly by quasi-Newton, N = 1e5, eps = 0.5: KL 1 to 40), while EM's path from the calibrated
-  naive fit improves on it for tens of iterations. KL after 1 / 10 / 30 iterations: N = 1e4,
-  eps = 0.1: 7.12 / 6.69 / 6.14; N = 1e4, eps = 1: 1.166 / 1.146 / 1.178 (best 1.139 at 5, where
-  ``rtol`` stops it after about 17); N = 1e5, eps = 0.5: 0.227 / 0.219 / 0.211; N = 1e6, eps = 1:
-  0.0047 / 0.0047 / 0.0031. ``max_iter=10`` is about 3x faster and gives up that last gain.
-* M-step L2 (``noise_aware_l2``) against none, KL: N = 1e4, eps = 1: 1.16 / 1.59; N = 1e5,
-  eps = 0.5: 0.214 / 0.247; N = 1e6, eps = 1: 0.0032 / 0.0037.
-* the start: the paper's 1 / N naive fit instead of the calibrated one costs KL at high noise
-  (N = 1e5, eps = 0.1, 10 iterations: 2.09 against 1.15).
-* moment matching (10 iterations, KL exact Laplace -> moment-matched): N = 1e5, eps = 1:
-  0.087 -> 0.083; N = 1e5, eps = 0.5: 0.241 -> 0.219; N = 1e6, eps = 1: 0.0055 -> 0.0047;
-  N = 1e4, eps = 0.1: 6.86 -> 6.69. The MAP E-step under Laplace noise is sticky (its L1 term sets
-  n_C = y_C in many cells, putting the noise back); the Gaussian's shrinks towards the model.
-* the M-step solver (tuning seeds 0-2; KL with 2 Newton steps per M-step -> with 100 L-BFGS
-  iterations, the earlier default): within 1% at N = 1e4 and N = 1e5 (eps <= 0.5), 1-3% above at
-  N = 1e5, eps = 1; better at N = 1e6, eps = 0.5 / 1 (chain 0.0065 vs 0.0086 / 0.0028 vs 0.0032;
-  Erdos-Renyi 0.0034 vs 0.0042 / 0.0015 vs 0.0018); worse at N = 1e6, eps = 0.1 (chain 0.084-0.093
-  vs 0.078-0.088; Erdos-Renyi 0.042-0.044 vs 0.041-0.042), where L-BFGS's unfinished M-steps acted
-  as a regulariser and EM ran its 30 iterations. Three times the M-step L2 recovers that cell
-  (0.084 / 0.039) but costs at N = 1e4 (eps = 1: 1.23 -> 1.56), so the L2 rule stays; the Newton
-  M-step takes 2-10x less time.
-* adaptive E-step tolerance: half the E-step evaluations or better (N = 1e6, eps = 0.1: 929
-  instead of 1943; N = 1e5, eps = 1: 3436 instead of 8218) with the same KL (0.0898 vs 0.0902).
-* one Newton step per M-step and E-steps to ``min(1e-5, 1e-2 change)`` (were 2 steps and
-  ``min(1e-6, 1e-3 change)``), tuning seeds 0-2, all 18 cells of the paper's grid: calibrations
-  per fit 25-35% fewer (chain N = 1e5, eps = 0.5: 6.0x the naive MLE's -> 4.2x; Erdos-Renyi same
-  cell 5.9x -> 4.2x); KL within +0.5% at N = 1e4 (chain eps = 1: 1.199 -> 1.204; Erdos-Renyi
-  eps = 1: 0.969 -> 0.972) and within +-1.4% at N >= 1e5 (chain N = 1e6, eps = 0.5: 0.00653 ->
-  0.00644).
+Start and stop (the defaults): the naive MLE's L2 weight, CGM-EM's start, and the number of EM
+iterations are chosen from the release by simulating releases like it (``ppgm.release_rule``,
+:func:`release_l2`, :func:`release_iterations`): EM's MAP E-step converges to a point that overfits
+the noise, or on sparse tables to one worse than its start, so the stopping time is a regulariser.
+The E-step runs with Laplace noise moment-matched to a Gaussian. ``docs/cgm_em.md`` and
+``docs/regularisation.md`` hold what these defaults were measured against.
 """
 
 from __future__ import annotations
@@ -81,8 +48,7 @@ from .measurement import Measurement
 from .mle import FitResult, MarginalOracle, fit_marginals, newton_applies
 from .projection import project_simplex
 from .progress import ConvergenceWarning, logger, progress_bar
-from .metrics import kl_divergence
-from .release_rule import N_BOOT, STEP, Choice, UndecidedWarning, choose_l2, simulated_release
+from .release_rule import N_BOOT, STEP, Choice, UndecidedWarning, choose_l2, kl_from, simulated_release, within_one_se
 from .rng import as_generator
 from .tying import Tying
 
@@ -180,11 +146,11 @@ def _resolve_n(ms: Sequence[Measurement], N: float | None) -> float:
 L2_RULES = ("release", "paper", "calibrated")
 
 
-def _check_l2(l2, allow_calibrated: bool) -> float | str | None:
-    if l2 is None or (allow_calibrated and isinstance(l2, str) and l2 in L2_RULES):
+def _check_l2(l2, allow_rules: bool) -> float | str | None:
+    if l2 is None or (allow_rules and isinstance(l2, str) and l2 in L2_RULES):
         return l2
     if isinstance(l2, str):
-        options = f"a number, None or one of {L2_RULES}" if allow_calibrated else "a number or None"
+        options = f"a number, None or one of {L2_RULES}" if allow_rules else "a number or None"
         raise ValueError(f"l2: expected {options}, got {l2!r}")
     return checks.non_negative(l2, "l2")
 
@@ -197,7 +163,7 @@ def _naive_targets(ms: Sequence[Measurement], N: float, project: bool) -> list[F
 
 
 def naive_refit(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying | None = None, project: bool = True,
-                tol: float = 1e-4) -> Callable[[list, float, MarkovNetwork | None], MarkovNetwork]:
+                tol: float = 1e-4, oracle: MarginalOracle | None = None) -> Callable[[list, float, MarkovNetwork | None], MarkovNetwork]:
     """The naive MLE as ``refit(measurements, l2, init)`` for :func:`ppgm.release_rule.choose_l2`: one
     oracle for the structure of ``ms``, fits to gradient ``tol``, warm-started at ``init``.
 
@@ -210,6 +176,8 @@ def naive_refit(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying 
     tie : Tying, optional
     project : bool
     tol : float
+    oracle : MarginalOracle, optional
+        A prebuilt oracle for the structure of ``ms``.
 
     Returns
     -------
@@ -222,7 +190,7 @@ def naive_refit(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying 
     >>> naive_refit(d, ys, 100.0)(ys, 0.01, None).scopes
     [('A', 'B')]
     """
-    oracle = MarginalOracle(domain, _scopes(ms))
+    oracle = oracle or MarginalOracle(domain, _scopes(ms))
 
     def refit(ys: list, l2: float, init: MarkovNetwork | None) -> MarkovNetwork:
         return fit_marginals(domain, _naive_targets(ys, N, project), l2=l2, init=init, oracle=oracle, tol=tol, tied=tie,
@@ -282,7 +250,7 @@ def naive_mle(
     """
     ms = _check_measurements(domain, measurements)
     N = _resolve_n(ms, N)
-    l2 = _check_l2(l2, allow_calibrated=True)
+    l2 = _check_l2(l2, allow_rules=True)
     tie = tied if isinstance(tied, Tying) or tied is None else Tying.build(domain, _scopes(ms), tied)
     max_iter, tol = checks.count(max_iter, "max_iter"), checks.positive(tol, "tol")
     project = checks.flag(project, "project")
@@ -305,8 +273,28 @@ def naive_mle(
     return FitResult(fit.model, fit.objective, fit.converged, fit.history, l2, selection)
 
 
+@dataclass(frozen=True)
+class Pilot:
+    """The release-based rules' simulated truth and the naive refit they share (built once per fit):
+    the naive fit of the release at ``PILOT / N``, its refit callable, and KL from the pilot
+    (:func:`ppgm.release_rule.kl_from`) on the same oracle."""
+
+    refit: Callable
+    model: MarkovNetwork
+    score: Callable
+
+    @classmethod
+    def of(cls, domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying | None = None, project: bool = True,
+           oracle: MarginalOracle | None = None) -> "Pilot":
+        """The pilot of release ``ms`` (the oracle must be exact)."""
+        oracle = oracle or MarginalOracle(domain, _scopes(ms))
+        refit = naive_refit(domain, ms, N, tie, project, oracle=oracle)
+        model = refit(list(ms), PILOT / N, None)
+        return cls(refit, model, kl_from(model, oracle))
+
+
 def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying | None = None, project: bool = True,
-               seed=0, n_boot: int = N_BOOT) -> Choice:
+               seed=0, n_boot: int = N_BOOT, pilot: Pilot | None = None) -> Choice:
     """The naive MLE's L2 weight chosen from the release (:func:`ppgm.release_rule.choose_l2`): the
     pilot is the paper's fit (``1 / N``), candidates run from ``sqrt(10)`` times
     :func:`noise_calibrated_l2` down in half-decades. Where the junction tree is too large to sample
@@ -321,6 +309,8 @@ def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying |
     project : bool
     seed : int or numpy.random.Generator
     n_boot : int
+    pilot : Pilot, optional
+        A pilot already built for this release (CGM-EM shares one between its two rules).
 
     Returns
     -------
@@ -338,14 +328,15 @@ def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying |
     (True, 3)
     """
     calibrated = noise_calibrated_l2(ms, N, tie)
-    oracle = MarginalOracle(domain, _scopes(ms))
-    if not oracle.exact:
-        warnings.warn("L2 weight chosen from the release: the junction tree is too large to simulate the release "
-                      "exactly; using the noise-calibrated weight instead", UndecidedWarning, stacklevel=3)
-        return Choice(calibrated, np.array([calibrated]), np.zeros((1, 1)), False, "junction tree too large: calibrated weight")
-    refit = naive_refit(domain, ms, N, tie, project)
-    pilot = refit(list(ms), PILOT / N, None)
-    return choose_l2(domain, ms, N, refit, pilot, upper=STEP * calibrated, lower=1.0 / N, n_boot=n_boot, seed=seed)
+    if pilot is None:
+        oracle = MarginalOracle(domain, _scopes(ms))
+        if not oracle.exact:
+            warnings.warn("L2 weight chosen from the release: the junction tree is too large to simulate the release "
+                          "exactly; using the noise-calibrated weight instead", UndecidedWarning, stacklevel=3)
+            return Choice(calibrated, np.array([calibrated]), np.zeros((1, 1)), False, "junction tree too large: calibrated weight")
+        pilot = Pilot.of(domain, ms, N, tie, project, oracle)
+    return choose_l2(ms, N, pilot.refit, pilot.model, upper=STEP * calibrated, lower=1.0 / N, n_boot=n_boot, seed=seed,
+                     score=pilot.score)
 
 
 @dataclass(frozen=True)
@@ -674,26 +665,39 @@ def cgm_em(
         mstep = "newton" if newton_applies(oracle, l2, tie) else "lbfgs"
     mstep_iter = checks.count((1 if mstep == "newton" else 100) if mstep_iter is None else mstep_iter, "mstep_iter")
     if init_l2 is not None:
-        init_l2 = _check_l2(init_l2, allow_calibrated=True)  # type: ignore[assignment]  # a number or 'calibrated'
+        init_l2 = _check_l2(init_l2, allow_rules=True)  # type: ignore[assignment]  # a number or 'calibrated'
 
     checks.choice(stop, "stop", ("release", "converged"))
+    if stop == "release" and not oracle.exact:
+        warnings.warn("CGM-EM: the junction tree is too large to simulate the release exactly; EM runs to its own "
+                      "stopping rule (stop='converged')", UndecidedWarning, stacklevel=2)
+        stop = "converged"
     selection: dict = {}
     start_l2 = None
+    needs_pilot = stop == "release" or (init is None and init_l2 in (None, "release"))
+    pilot = Pilot.of(domain, ms, N, tie, oracle=oracle) if needs_pilot and oracle.exact else None
     if init is None:
-        start = naive_mle(domain, ms, N=N, l2="release" if init_l2 is None else init_l2, tied=tie, tol=INIT_TOL, seed=seed)
+        if init_l2 is None or init_l2 == "release":
+            choice = release_l2(domain, ms, N, tie, seed=seed, pilot=pilot)
+            selection["l2"] = choice.as_record()
+            init_l2 = choice.value
+        start = naive_mle(domain, ms, N=N, l2=init_l2, tied=tie, tol=INIT_TOL, seed=seed)
         init, start_l2 = start.model, start.l2
-        if start.selection is not None:
-            selection["l2"] = start.selection
-    settings = (N, l2, estep, estep_iter, estep_tol, adaptive_estep, damping, smoothing, mstep_tol, mstep_iter, tie, mstep)
     observed = _moment_matched if moment_match else list
+
+    def new_em(tables: Sequence[Measurement]) -> _EM:
+        return _EM(domain, oracle, observed(tables), N, l2, estep, estep_iter, estep_tol, adaptive_estep, damping, smoothing,
+                   mstep_tol, mstep_iter, tie, mstep)
+
     if stop == "release":
+        assert pilot is not None  # built above whenever stop is "release"
         if start_l2 is None:  # a given init: its weight is unknown, so the release-based rule takes its own
-            start_l2 = release_l2(domain, ms, N, tie, seed=seed).value
-        iterations = release_iterations(domain, ms, N, oracle, observed, settings, start_l2, max_iter, tol, rtol, seed)
+            start_l2 = release_l2(domain, ms, N, tie, seed=seed, pilot=pilot).value
+        iterations = release_iterations(ms, N, new_em, pilot, start_l2, max_iter, tol, rtol, seed)
         selection["iterations"] = iterations.as_record()
         max_iter = int(iterations.value)
     theta = P.join([f.values for f in init.factors])
-    em = _EM(domain, oracle, observed(ms), *settings)
+    em = new_em(ms)
     bar = progress_bar(total=max_iter, desc="CGM-EM", enabled=progress)
     theta, history, stopped = _em_loop(em, theta, max_iter, tol, rtol, callback, bar.update)
     bar.close()
@@ -736,21 +740,21 @@ def _em_loop(em: "_EM", theta: np.ndarray, max_iter: int, tol: float, rtol: floa
 RISE = 3  # a simulated EM run stops once its score has risen this many iterations past its minimum
 
 
-def release_iterations(domain: Domain, ms: Sequence[Measurement], N: float, oracle: MarginalOracle,
-                       observed: Callable, settings: tuple, start_l2: float, max_iter: int, tol: float, rtol: float, seed=0, n_boot: int = 2) -> Choice:
+def release_iterations(ms: Sequence[Measurement], N: float, new_em: Callable[[Sequence[Measurement]], "_EM"], pilot: Pilot,
+                       start_l2: float, max_iter: int, tol: float, rtol: float, seed=0, n_boot: int = 2) -> Choice:
     """CGM-EM's iteration count chosen from the release: EM (same settings) run on releases simulated
-    from the paper's naive fit, each from its naive fit at ``start_l2``, scored after every
-    iteration by KL(pilot || model); the count with the smallest mean score, or the fewest within one
-    standard error of it (0: the start).
+    from the pilot, each from its naive fit at ``start_l2``, scored after every iteration by
+    KL(pilot || model); the count with the smallest mean score, or the fewest within one standard
+    error of it (0: the start).
 
     Parameters
     ----------
-    domain, ms, N, oracle
-        The release and its structure.
-    observed : callable
-        The tables the E-step sees, from a release (moment-matched or as released).
-    settings : tuple
-        :class:`_EM`'s settings after its tables.
+    ms : sequence of Measurement
+        The release.
+    N : float
+    new_em : callable
+        ``new_em(tables)``: CGM-EM's E- and M-steps, with the fit's settings, for a release.
+    pilot : Pilot
     start_l2 : float
         The naive start's weight.
     max_iter, tol, rtol
@@ -765,34 +769,27 @@ def release_iterations(domain: Domain, ms: Sequence[Measurement], N: float, orac
         iterations; a run stopped early keeps its last score).
     """
     rng = as_generator(seed)
-    tie = settings[10]
-    refit = naive_refit(domain, ms, N, tie)
-    pilot = refit(list(ms), 1.0 / N, None)
     curves = []
     for _ in range(n_boot):
-        ys = simulated_release(pilot, ms, N, rng)
-        start = refit(ys, start_l2, None)
-        curve = [kl_divergence(pilot, start)]
+        ys = simulated_release(pilot.model, ms, N, rng)
+        start = pilot.refit(ys, start_l2, None)
+        curve = [pilot.score(start)]
 
         def watch(t, model, record, curve=curve):
-            curve.append(kl_divergence(pilot, model))
+            curve.append(pilot.score(model))
             if len(curve) - 1 - int(np.argmin(curve)) >= RISE:
                 raise StopIteration
 
-        em = _EM(domain, oracle, observed(ys), *settings)
-        _em_loop(em, oracle.params.join([f.values for f in start.factors]), max_iter, tol, rtol, watch)
+        em = new_em(ys)
+        _em_loop(em, em.oracle.params.join([f.values for f in start.factors]), max_iter, tol, rtol, watch)
         curves.append(curve)
     width = max(len(c) for c in curves)
     s = np.array([c + [c[-1]] * (width - len(c)) for c in curves])
-    means = s.mean(axis=0)
-    best = int(np.argmin(means))
-    value, reason = best, "smallest mean KL(pilot || EM iterate)"
-    for j in range(best):  # fewer iterations within one standard error (paired)
-        d = s[:, j] - s[:, best]
-        if d.mean() <= d.std(ddof=1) / np.sqrt(len(curves)):
-            value, reason = j, "fewest iterations within one standard error of the best"
-            break
-    return Choice(float(value), np.arange(width, dtype=float), s, True, reason)
+    best = int(np.argmin(s.mean(axis=0)))
+    j = within_one_se(s, best)  # fewer iterations within one standard error (paired)
+    if j is None:
+        return Choice(float(best), np.arange(width, dtype=float), s, True, "smallest mean KL(pilot || EM iterate)")
+    return Choice(float(j), np.arange(width, dtype=float), s, True, "fewest iterations within one standard error of the best")
 
 
 def _em_converged(history: list, tol: float, rtol: float) -> bool:

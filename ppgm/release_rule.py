@@ -21,16 +21,16 @@ budget. Its randomness comes from ``seed`` (simulated noise is never released).
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
 from . import checks
-from .domain import Domain
 from .markov import MarkovNetwork
 from .measurement import Measurement
 from .metrics import kl_divergence
+from .mle import MarginalOracle
 from .noise import add_noise
 from .rng import as_generator
 from .sampling import sample_markov
@@ -67,13 +67,12 @@ class Choice:
     scores: np.ndarray
     decided: bool = True
     reason: str = ""
-    extra: dict = field(default_factory=dict)
 
     def as_record(self) -> dict:
         """The choice as a plain dict for a result's history."""
         return {"value": float(self.value), "candidates": [float(c) for c in self.candidates],
                 "mean_scores": [float(s) for s in self.scores.mean(axis=0)], "decided": self.decided,
-                "reason": self.reason, **self.extra}
+                "reason": self.reason}
 
 
 def simulated_release(model: MarkovNetwork, ms: Sequence[Measurement], N: float, rng: np.random.Generator) -> list[Measurement]:
@@ -116,8 +115,66 @@ def simulated_release(model: MarkovNetwork, ms: Sequence[Measurement], N: float,
     return out
 
 
+def kl_from(pilot: MarkovNetwork, oracle: MarginalOracle) -> Callable[[MarkovNetwork], float]:
+    """KL(pilot || q) for networks q with the pilot's scopes (finite log-potentials, an exact
+    oracle), in one calibration of q: the pilot's marginals and log Z are computed once.
+    KL = <mu_p, theta_p - theta_q> - log Z_p + log Z_q.
+
+    Parameters
+    ----------
+    pilot : MarkovNetwork
+    oracle : MarginalOracle
+        Built for the pilot's scopes.
+
+    Returns
+    -------
+    callable
+
+    Examples
+    --------
+    >>> from ppgm.random_models import third_order_chain
+    >>> p, q = third_order_chain(4, 3, seed=0), third_order_chain(4, 3, seed=1)
+    >>> abs(kl_from(p, MarginalOracle(p.domain, p.scopes))(q) - kl_divergence(p, q)) < 1e-10
+    True
+    """
+    P = oracle.params
+    theta_p = P.join([f.values for f in pilot.factors])
+    log_zp, mu_p = oracle.flat(theta_p)
+
+    def kl(q: MarkovNetwork) -> float:
+        theta_q = P.join([f.values for f in q.factors])
+        return max(float(mu_p @ (theta_p - theta_q) - log_zp + oracle.flat(theta_q)[0]), 0.0)
+    return kl
+
+
+def within_one_se(scores: np.ndarray, best: int) -> int | None:
+    """The first column before ``best`` whose paired differences from it (over the rows: simulated
+    releases) have a mean within one standard error; None when there is none. Columns are ordered
+    from the most to the least regularised, so this is the one-standard-error rule.
+
+    Parameters
+    ----------
+    scores : numpy.ndarray
+        One row per simulated release, one column per candidate.
+    best : int
+
+    Returns
+    -------
+    int or None
+
+    Examples
+    --------
+    >>> within_one_se(np.array([[0.6, 0.9, 0.5], [0.4, 0.8, 0.5]]), 2)   # column 0 ties the best within noise
+    0
+    """
+    for j in range(best):
+        d = scores[:, j] - scores[:, best]
+        if d.mean() <= d.std(ddof=1) / np.sqrt(scores.shape[0]):
+            return j
+    return None
+
+
 def choose_l2(
-    domain: Domain,
     ms: Sequence[Measurement],
     N: float,
     refit: Callable[[list, float, MarkovNetwork | None], MarkovNetwork],
@@ -126,6 +183,7 @@ def choose_l2(
     lower: float | None = None,
     n_boot: int = N_BOOT,
     seed=0,
+    score: Callable[[MarkovNetwork], float] | None = None,
 ) -> Choice:
     """The L2 weight (per record) at which ``refit`` best recovers ``pilot`` from releases like ``ms``.
 
@@ -135,7 +193,6 @@ def choose_l2(
 
     Parameters
     ----------
-    domain : Domain
     ms : sequence of Measurement
         The release.
     N : float
@@ -151,6 +208,9 @@ def choose_l2(
     n_boot : int
         Simulated releases.
     seed : int or numpy.random.Generator
+    score : callable, optional
+        KL(pilot || fit) for a fit (default :func:`ppgm.kl_divergence`; :func:`kl_from` calibrates the
+        pilot once).
 
     Returns
     -------
@@ -166,30 +226,31 @@ def choose_l2(
     >>> rng = np.random.default_rng(1)
     >>> ms = simulated_release(truth, [Measurement(f.variables, np.zeros(f.values.shape), "laplace", 6.0)
     ...                                for f in truth.factors], 2000, rng)
-    >>> ch = choose_l2(truth.domain, ms, 2000, naive_refit(truth.domain, ms, 2000), truth, upper=0.05)
+    >>> ch = choose_l2(ms, 2000, naive_refit(truth.domain, ms, 2000), truth, upper=0.05)
     >>> bool(1e-5 < ch.value <= 0.05 * 10**1.5)
     True
     """
     n_boot = checks.count(n_boot, "n_boot", 2)
     rng = as_generator(seed)
     lower = 1.0 / N if lower is None else lower
+    score = score or (lambda q: kl_divergence(pilot, q))
     releases = [simulated_release(pilot, ms, N, rng) for _ in range(n_boot)]
     last: list = [None] * n_boot
     cands: list = []
     cols: list = []
 
-    def score(l2: float, warm: bool = True) -> None:
+    def try_weight(l2: float, warm: bool = True) -> None:
         col = []
         for b, ys in enumerate(releases):
             fit = refit(ys, l2, last[b] if warm else None)
             last[b] = fit
-            col.append(kl_divergence(pilot, fit))
+            col.append(score(fit))
         cands.append(l2)
         cols.append(col)
 
     l2 = float(upper)
     while True:  # descend to the floor, or until the mean score has risen twice past its minimum
-        score(l2)
+        try_weight(l2)
         means = np.mean(cols, axis=1)
         if len(means) - 1 - int(np.argmin(means)) >= 2 or l2 <= lower:
             break
@@ -197,7 +258,7 @@ def choose_l2(
     grown = 0
     while int(np.argmin(np.mean(cols, axis=1))) == 0 and grown < 3:  # the largest tried is best: go up
         last = [None] * n_boot
-        score(cands[0] * STEP, warm=False)
+        try_weight(cands[0] * STEP, warm=False)
         cands, cols = cands[-1:] + cands[:-1], cols[-1:] + cols[:-1]  # keep decreasing order
         grown += 1
     c = np.array(cands)
@@ -208,20 +269,16 @@ def choose_l2(
     decided = best > 0 and (best < len(c) - 1 or at_floor)
     value = float(c[best])
     reason = "the floor of the range" if at_floor else "smallest mean KL(pilot || refit)"
-    # the most regularised candidate within one standard error of the best (paired over simulated releases)
-    for j in range(best):
-        d = s[:, j] - s[:, best]
-        if d.mean() <= d.std(ddof=1) / np.sqrt(n_boot):
-            value, reason = float(c[j]), "largest weight within one standard error of the best"
-            break
-    else:
-        if 0 < best < len(c) - 1:  # refine the best half-decade by a parabola in log weight
-            x = np.log(c[best - 1:best + 2])
-            y = means[best - 1:best + 2]
-            den = y[0] - 2 * y[1] + y[2]
-            if den > 0:
-                off = float(np.clip(0.5 * (y[0] - y[2]) / den, -0.5, 0.5))
-                value, reason = max(lower, float(np.exp(x[1] + off * (x[1] - x[0])))), "parabola through the best three candidates"
+    j = within_one_se(s, best)  # the most regularised candidate within one standard error of the best
+    if j is not None:
+        value, reason = float(c[j]), "largest weight within one standard error of the best"
+    elif 0 < best < len(c) - 1:  # refine the best half-decade by a parabola in log weight
+        x = np.log(c[best - 1:best + 2])
+        y = means[best - 1:best + 2]
+        den = y[0] - 2 * y[1] + y[2]
+        if den > 0:
+            off = float(np.clip(0.5 * (y[0] - y[2]) / den, -0.5, 0.5))
+            value, reason = max(lower, float(np.exp(x[1] + off * (x[1] - x[0])))), "parabola through the best three candidates"
     if not decided:
         reason = "the largest candidate tried was best: the rule could not decide"
         warnings.warn(f"L2 weight chosen from the release: the largest candidate ({c[best]:.3g} per record) scored best, "

@@ -74,7 +74,7 @@ def test_a_uniform_pilot_leaves_the_rule_undecided_and_it_says_so():
     uniform = MarkovNetwork(truth.domain, [Factor(f.variables, np.zeros(f.values.shape)) for f in truth.factors])
     ys = _release(truth, 500, 20.0, 8)
     with pytest.warns(UndecidedWarning, match="largest candidate"):
-        ch = choose_l2(truth.domain, ys, 500, naive_refit(truth.domain, ys, 500), uniform, upper=0.01)
+        ch = choose_l2(ys, 500, naive_refit(truth.domain, ys, 500), uniform, upper=0.01)
     assert not ch.decided and ch.value == max(ch.candidates) == pytest.approx(0.01 * 10 ** 1.5)
     assert ch.scores.shape == (3, len(ch.candidates))
 
