@@ -108,3 +108,16 @@ def test_zero_iterations_return_the_start():
             np.testing.assert_allclose(a.values, b.values, atol=1e-12)
     else:  # the rule found EM helpful here: the history is EM's
         assert res.history[0]["estep_evals"] > 0
+
+
+def test_exact_tables_are_not_over_regularised():
+    # the case that would break the promise on clean data: exact counts (no noise) must come out as the
+    # paper's lightly regularised fit, not a smoothed one
+    truth = third_order_chain(5, 3, seed=9)
+    N = 20_000
+    tabs = contingency_tables(sample(truth, N, seed=10), truth.domain, truth.scopes)
+    exact = [Measurement(t.variables, t.values.astype(float), "none", 0.0) for t in tabs]
+    fit = naive_mle(truth.domain, exact, N=N)
+    paper = naive_mle(truth.domain, exact, N=N, l2="paper")
+    assert fit.l2 <= 10 ** 0.5 / N * 1.0001
+    assert kl_divergence(truth, fit.model) <= 1.05 * kl_divergence(truth, paper.model)
