@@ -855,7 +855,8 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
 
     Attributes (after ``fit``): ``model_`` (engine :class:`ppgm.maxent.MaxEntModel`), ``state_``,
     ``history_`` (per step: ``d_error``, ``c_error``, ``step_size``; and ``nllh`` on ``eval_set``),
-    ``aggregates_``, ``classes_``, ``feature_names_in_``, ``n_features_in_``, ``n_iter_``, and the
+    ``aggregates_``, ``classes_``, ``feature_names_in_``, ``n_features_in_``, ``n_iter_``, ``l2_theta_`` (the
+    penalty used) and ``selection_`` (how it was chosen from a noisy release, else None), and the
     convergence test's ``remaining_gain_`` and ``converged_`` (see :class:`ppgm.maxent.PCDResult`; a fit whose
     averaged model still moves raises a ``ppgm.ConvergenceWarning``).
 
@@ -865,9 +866,13 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         Persistent chains (all shards together); default 8,000.
     max_iter : int
         PCD steps; default 300 (both chosen on a validation split of Adult's train rows, see
-        :func:`ppgm.maxent.fit_maxent`). Noisy aggregates need far more (thousands of steps).
-    l2_mu, l2_theta : float
-        L2 penalties of the feature and interaction parameters.
+        :func:`ppgm.maxent.fit_maxent`), on exact and noisy aggregates alike.
+    l2_mu : float
+        L2 penalty of the feature parameters.
+    l2_theta : float, "release" or None
+        L2 penalty of the interaction parameters. Default: 30 on exact aggregates; on noisy ones
+        chosen from the release (``l2_theta_`` and ``selection_`` after ``fit``; see
+        :func:`ppgm.maxent.fit_maxent`). A number fixes it (e.g. for ``GridSearchCV`` on rows).
     step_mu, step_theta : float, optional
         Step sizes (default 1.5 / (number of tables + 1); see :func:`ppgm.maxent.fit_maxent`).
     rescaled, precondition : bool
@@ -901,7 +906,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         n_chains: int = 8_000,
         max_iter: int = 300,
         l2_mu: float = 1.0,
-        l2_theta: float = 30.0,
+        l2_theta: float | str | None = None,
         step_mu: float | None = None,
         step_theta: float | None = None,
         rescaled: bool = True,
@@ -1004,6 +1009,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         self.model_, self.state_, self.aggregates_ = result.model, result.state, aggregates
         self.n_iter_ = int(result.state.step)
         self.converged_, self.remaining_gain_ = result.converged, result.remaining_gain
+        self.l2_theta_, self.selection_ = result.l2_theta, result.selection
         self.feature_names_in_ = np.array(aggregates.features, dtype=object)
         self.n_features_in_ = len(aggregates.features)
         self.classes_ = np.array(aggregates.classes)  # numpy's dtype for the values, as scikit-learn keeps labels

@@ -75,10 +75,13 @@ def _elimination_cliques(domain: Domain, scopes: Iterable[Sequence[Hashable]]) -
     # keep maximal cliques only, in elimination order
     cliques_sorted = sorted(range(len(cliques)), key=lambda i: -len(cliques[i]))
     maximal: list[frozenset] = []
+    holding: dict = {}  # vertex -> the maximal cliques kept so far that hold it
     for i in cliques_sorted:
         c = cliques[i]
-        if not any(c <= m for m in maximal):
+        if c and not any(c <= m for m in holding.get(next(iter(c)), ())):
             maximal.append(c)
+            for v in c:
+                holding.setdefault(v, []).append(c)
     order = {c: i for i, c in enumerate(cliques)}
     maximal.sort(key=order.__getitem__)
     return [tuple(domain.variables[i] for i in sorted(c)) for c in maximal]
@@ -225,9 +228,18 @@ class JunctionTree:
         >>> jt.find_home(("A", "C")) is None
         True
         """
+        index = self._memo.get("holding")
+        if index is None:  # variable -> the cliques holding it, smallest first (ties: lower index)
+            index = {}
+            for i in sorted(range(len(self.cliques)), key=lambda i: (self.domain.size(self.cliques[i]), i)):
+                for v in self.cliques[i]:
+                    index.setdefault(v, []).append(i)
+            self._memo["holding"] = index
         s = set(scope)
-        homes = [i for i, c in enumerate(self.cliques) if s <= set(c)]
-        return min(homes, key=lambda i: self.domain.size(self.cliques[i])) if homes else None
+        if not s:
+            return min(range(len(self.cliques)), key=lambda i: self.domain.size(self.cliques[i])) if self.cliques else None
+        v = min(s, key=lambda u: len(index.get(u, ())))
+        return next((i for i in index.get(v, ()) if s <= set(self.cliques[i])), None)
 
     def home(self, scope: Sequence[Hashable]) -> int:
         """Index of the smallest clique containing ``scope``.
@@ -451,41 +463,57 @@ class JunctionTree:
                 raise ValueError("the model assigns zero probability to every configuration (log Z = -inf)")
             E = np.exp(psi - np.repeat(tops, sizes))
             return self._calibrate_scaled([E[a:b].reshape(sh) for a, b, sh in bounds], tops.tolist())
-        return self._calibrate_log([psi[a:b].reshape(sh) for a, b, sh in bounds])
+        return self._calibrate_log(psi)
 
-    def _calibrate_log(self, psi: Sequence[np.ndarray]) -> "Calibration":
-        """The log-space schedule (any range of potentials)."""
+    def _levels(self) -> "_Levels":
+        """The batched schedule's index arrays (built once per tree)."""
+        lv = self._memo.get("levels")
+        if lv is None:
+            lv = self._memo["levels"] = _Levels.of(self)
+        return lv
+
+    def _calibrate_log(self, psi: np.ndarray) -> "Calibration":
+        """The log-space schedule (any range of potentials), batched by depth: every clique of one level
+        of the tree sends its message in the same few array operations (a gather, a segment maximum, an
+        exponential and a ``bincount`` onto the separators), so the cost is a handful of numpy calls per
+        level, not per clique."""
+        lv = self._levels()
         plan = self._plan()
-        k = len(self.cliques)
-        up: list = [None] * k
-        inward: list = [None] * k
-        for i in reversed(self.order):
-            acc = np.array(psi[i], dtype=float, copy=True)
-            for c in self._children[i]:
-                acc += up[c].reshape(plan["in_parent"][c])
-            inward[i] = acc
-            if self.parent[i] >= 0:
-                up[i] = logsumexp(acc, axis=plan["child_sum"][i]) if plan["child_sum"][i] else acc
-        log_beliefs: list = [None] * k
-        log_z = None
+        inward = np.array(psi, dtype=float, copy=True)
+        up: list = [None] * len(lv.levels)
         with np.errstate(divide="ignore", invalid="ignore"):
-            for i in self.order:
-                full = inward[i]  # the message from the parent was added in place below
-                top = np.max(full)
-                if not np.isfinite(top):
-                    raise ValueError("the model assigns zero probability to every configuration (log Z = -inf)")
-                E = np.exp(full - top)
-                lz = float(np.log(E.sum()) + top)
-                if log_z is None:
-                    log_z = lz
-                log_beliefs[i] = full - lz
-                for c in self._children[i]:
-                    axes = plan["parent_sum"][c]
-                    sep = np.log(E.sum(axis=axes) if axes else E) + top
-                    down = sep - up[c]
-                    down = np.where(np.isnan(down), -np.inf, down)
-                    inward[c] += down.reshape(plan["in_child"][c])
-        return Calibration(self, float(log_z), _logs=tuple(log_beliefs))  # type: ignore[arg-type]  # set in the first pass
+            for k in range(len(lv.levels) - 1, -1, -1):  # deepest level first: messages to the parents
+                L = lv.levels[k]
+                vals = inward[L.child_cells]
+                top = _safe_top(np.maximum.reduceat(vals, L.child_starts))
+                vals -= top[L.child_rep]
+                np.exp(vals, out=vals)
+                up[k] = np.log(np.bincount(L.child_sep, weights=vals, minlength=L.n_sep)) + top[L.sep_owner]
+                np.add.at(inward, L.parent_cells, up[k][L.parent_sep])
+            for k, L in enumerate(lv.levels):  # root outwards: each child reads its separator off its parent
+                vals = inward[L.parent_cells]
+                top = _safe_top(np.maximum.reduceat(vals, L.parent_starts))
+                vals -= top[L.parent_rep]
+                np.exp(vals, out=vals)
+                down = np.log(np.bincount(L.parent_sep, weights=vals, minlength=L.n_sep)) + top[L.sep_owner]
+                down -= up[k]
+                down[np.isnan(down)] = -np.inf
+                inward[L.child_cells] += down[L.child_sep]
+            starts, sizes = plan["starts"], plan["sizes"]
+            tops = np.maximum.reduceat(inward, starts)
+            if not np.isfinite(tops[self.order[0]]):
+                raise ValueError("the model assigns zero probability to every configuration (log Z = -inf)")
+            tops = _safe_top(tops)
+            inward -= np.repeat(tops, sizes)
+            probs = np.exp(inward)
+            mass = np.add.reduceat(probs, starts)
+            probs /= np.repeat(mass, sizes)
+            lz = np.log(mass) + tops
+            inward -= np.repeat(np.log(mass), sizes)
+        cal = Calibration(self, float(lz[self.order[0]]))
+        cal._cache["flat_logs"] = inward  # the per-clique tables are views of these, made on first use
+        cal._cache["flat"] = probs
+        return cal
 
     def _calibrate_scaled(self, scaled: Sequence[np.ndarray], tops: Sequence[float]) -> "Calibration":
         """The same schedule on ``scaled`` = exp(psi - max psi), one per clique, with a log-scale per
@@ -540,6 +568,84 @@ class JunctionTree:
         return Calibration(self, float(log_z), _probs=tuple(beliefs))  # type: ignore[arg-type]  # set in the first pass
 
 
+def _safe_top(top: np.ndarray) -> np.ndarray:
+    """Segment maxima with -inf (an all-zero table) replaced by 0, so that shifting by them leaves -inf."""
+    top[np.isneginf(top)] = 0.0
+    return top
+
+
+@dataclass(frozen=True)
+class _Level:
+    """The edges (child clique -> parent) whose child lies at one depth, as flat index arrays.
+
+    ``child_cells``: the children's cells (global flat indices, clique after clique), ``child_starts``
+    where each child begins in that list, ``child_rep`` its child for every entry, ``child_sep`` the
+    separator cell (numbered within the level) each cell sums onto. ``parent_cells`` / ``parent_starts`` /
+    ``parent_rep`` / ``parent_sep``: the same for each edge's parent cells (a parent with several children
+    at the level appears once per edge). ``sep_owner``: the edge of every separator cell."""
+
+    child_cells: np.ndarray
+    child_starts: np.ndarray
+    child_rep: np.ndarray
+    child_sep: np.ndarray
+    parent_cells: np.ndarray
+    parent_starts: np.ndarray
+    parent_rep: np.ndarray
+    parent_sep: np.ndarray
+    sep_owner: np.ndarray
+    n_sep: int
+
+
+@dataclass(frozen=True)
+class _Levels:
+    """The tree's edges grouped by the depth of their child (``levels[0]``: the root's children)."""
+
+    levels: tuple
+
+    @classmethod
+    def of(cls, tree: "JunctionTree") -> "_Levels":
+        dom = tree.domain
+        plan = tree._plan()
+        starts = plan["starts"]
+        depth = [0] * len(tree.cliques)
+        by_depth: dict = {}
+        for i in tree.order[1:]:
+            depth[i] = depth[tree.parent[i]] + 1
+            by_depth.setdefault(depth[i], []).append(i)
+
+        def sep_index(clique: tuple, sep: tuple) -> np.ndarray:
+            """The separator cell of every cell of ``clique`` (C order), separator axes in domain order."""
+            shape = dom.shape(clique)
+            if not sep:
+                return np.zeros(int(np.prod(shape)), dtype=np.intp)
+            coords = np.indices(shape).reshape(len(clique), -1)
+            return np.ravel_multi_index([coords[clique.index(v)] for v in sep], dom.shape(sep)).astype(np.intp)
+
+        levels = []
+        for d in sorted(by_depth):
+            parts: dict = {k: [] for k in ("cc", "cs", "pc", "ps", "own")}
+            n_sep, child_sizes, parent_sizes = 0, [], []
+            for e, c in enumerate(by_depth[d]):
+                p, sep = tree.parent[c], tree.separators[c]
+                sc, sp = sep_index(tree.cliques[c], sep), sep_index(tree.cliques[p], sep)
+                parts["cc"].append(starts[c] + np.arange(sc.size))
+                parts["cs"].append(sc + n_sep)
+                parts["pc"].append(starts[p] + np.arange(sp.size))
+                parts["ps"].append(sp + n_sep)
+                width = dom.size(sep)
+                parts["own"].append(np.full(width, e, dtype=np.intp))
+                n_sep += width
+                child_sizes.append(sc.size)
+                parent_sizes.append(sp.size)
+            cat = {k: np.concatenate(v).astype(np.intp) for k, v in parts.items()}
+            cs, ps = np.array(child_sizes), np.array(parent_sizes)
+            levels.append(_Level(
+                cat["cc"], np.concatenate([[0], np.cumsum(cs)[:-1]]).astype(np.intp), np.repeat(np.arange(cs.size), cs),
+                cat["cs"], cat["pc"], np.concatenate([[0], np.cumsum(ps)[:-1]]).astype(np.intp),
+                np.repeat(np.arange(ps.size), ps), cat["ps"], cat["own"], n_sep))
+        return cls(tuple(levels))
+
+
 def _lse_onto(values: np.ndarray, scope: Sequence, keep: Sequence) -> np.ndarray:
     axes = tuple(i for i, v in enumerate(scope) if v not in keep)
     out = logsumexp(values, axis=axes) if axes else values
@@ -586,13 +692,30 @@ class Calibration:
         if self._probs is not None:
             return self._probs
         if "probs" not in self._cache:
-            self._cache["probs"] = tuple(np.exp(b) for b in self._logs or ())
+            if "flat_logs" in self._cache:
+                self._cache["probs"] = self._split(self.flat_beliefs)
+            else:
+                self._cache["probs"] = tuple(np.exp(b) for b in self._logs or ())
         return self._cache["probs"]
+
+    def _split(self, flat: np.ndarray) -> tuple:
+        plan = self.tree._plan()
+        return tuple(flat[a:a + n].reshape(sh) for a, n, sh in zip(plan["starts"], plan["sizes"], plan["shapes"]))
+
+    @property
+    def flat_beliefs(self) -> np.ndarray:
+        """The clique beliefs concatenated (each ravelled in C order, cliques in the tree's order)."""
+        if "flat" not in self._cache:
+            logs = self._cache.get("flat_logs")
+            self._cache["flat"] = np.exp(logs) if logs is not None else np.concatenate([b.ravel() for b in self.beliefs])
+        return self._cache["flat"]
 
     @property
     def log_beliefs(self) -> tuple:
         if self._logs is not None:
             return self._logs
+        if "logs" not in self._cache and "flat_logs" in self._cache:
+            self._cache["logs"] = self._split(self._cache["flat_logs"])
         if "logs" not in self._cache:
             with np.errstate(divide="ignore"):
                 self._cache["logs"] = tuple(np.log(b) for b in self._probs or ())

@@ -19,12 +19,16 @@ Training is persistent contrastive divergence (Appendix C of the paper) with:
   statistics are scaled to the record count N (so the total count matches);
 - noisy aggregates modelled through the noise-observation factor: each step's targets are the
   posterior means E[d | noisy d] and E[c | noisy c] under a Gaussian approximation of the model's
-  own prediction, rather than the noisy counts themselves.
+  own prediction, rather than the noisy counts themselves, and each noisy cell's curvature is scaled
+  by its share of the observation (Fisher scoring), so that PCD converges there as on exact tables;
+- on noisy tables, the theta penalty chosen from the release (``ppgm.maxent_rule``; measurements in
+  ``docs/regularisation.md``).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -44,6 +48,7 @@ DEFAULT_STEP = 1.5
 GAIN_TOL = 2e-3  # nats per record: a fit one Newton step from which would gain more is reported unconverged
 MIN_WINDOW = 6
 GAIN_CHAINS = 2000  # chains the convergence test reads
+EXACT_L2 = 30.0  # theta penalty on exact tables (the best of 10, 20, 30, 60 on a validation split of Adult's train rows)
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -322,6 +327,8 @@ class PCDResult:
     state: PCDState
     history: dict = field(default_factory=dict)
     remaining_gain: float | None = None
+    l2_theta: float | None = None
+    selection: dict | None = None
 
     @property
     def converged(self) -> bool | None:
@@ -460,7 +467,7 @@ def fit_maxent(
     n_chains: int = 8_000,
     max_iter: int = 300,
     l2_mu: float = 1.0,
-    l2_theta: float = 30.0,
+    l2_theta: float | str | None = None,
     step_mu: float | None = None,
     step_theta: float | None = None,
     rescaled: bool = True,
@@ -493,19 +500,20 @@ def fit_maxent(
         Gradient steps (one Gibbs sweep each). The defaults, 8,000 chains x 300 steps, were chosen
         on a 20% validation split of Adult's train rows (seeds 7 and 8, never the test split):
         within 0.0004 of the validation NLLH of 10,000 x 500 at half its time (see
-        ``benchmarks/RESULTS.md``). They are for exact tables: with noisy ones the noise model's
-        targets move with the model and PCD converges far more slowly (Adult at epsilon 1, seeded
-        noise, validation NLLH: 0.208 at 300 steps, 0.228 at 500, 0.244 at 800, 0.259 at 1,200,
-        0.267 at 2,000), so raise ``max_iter`` there.
-    l2_mu, l2_theta : float
-        L2 penalties on mu and theta, in units of records (the loss is a sum over N records). The
-        defaults follow the paper's advice (mu lightly, theta like a logistic); 30 for theta was the
-        best of 10, 20, 30, 60 on a 20% validation split of Adult's train rows. With rows at hand,
-        choose it by ``GridSearchCV`` on ``MaxEntClassifier`` (the rows are aggregated per fold).
-        From aggregates alone no rule is offered yet: the held-out likelihood of a second half's
-        label sums under the model's cell-wise label rates (aggregates of two disjoint halves) was
-        measured and picks too little penalty (10 where validation rows pick 30, on two splits of
-        Adult: -0.007 to -0.009 validation NLLH), because cell-wise rates reward fitting marginals.
+        ``benchmarks/RESULTS.md``). On noisy tables the noisy cells' steps are Fisher-scaled (the
+        curvature times the observation's share of the Gaussian approximation), so PCD settles in a
+        few hundred steps there too; with the release-chosen penalty the pilot runs half of
+        ``max_iter`` and the final fit (which continues its chains) the other half.
+    l2_mu : float
+        L2 penalty on mu, in units of records (the loss is a sum over N records); light, as the
+        paper advises.
+    l2_theta : float, "release" or None
+        L2 penalty on theta, in records. Default (None, "release"): 30 on exact tables (the best of 10,
+        20, 30, 60 on a validation split of Adult's train rows; with rows at hand, ``GridSearchCV`` on
+        ``MaxEntClassifier`` tunes it); on noisy tables chosen from the release by a parametric
+        bootstrap (``ppgm.maxent_rule``; the result's ``l2_theta`` and ``selection`` say what was chosen
+        and why): once PCD converges, the penalty is the regulariser and the noise decides it. A number
+        fixes it.
     step_mu, step_theta : float, optional
         Step sizes; default ``DEFAULT_STEP / (T + 1)`` = 1.5 / (T + 1) for T tables. Every record
         sits in one cell of each table, so T preconditioned steps of 1 / T (the paper's choice) add up
@@ -552,8 +560,17 @@ def fit_maxent(
     >>> np.round(fit.model.predict_proba(np.array([[0, 0], [1, 0]])), 1).tolist()
     [0.2, 0.8]
     """
-    tables = _check_fit_arguments(tables, n_chains, max_iter, l2_mu, l2_theta, average, step_mu, step_theta, max_step,
-                                  n_shards, callback_every)
+    l2_rule = l2_theta is None or (isinstance(l2_theta, str) and l2_theta == "release")
+    if isinstance(l2_theta, str) and not l2_rule:
+        raise TypeError(f"l2_theta: expected a number >= 0, 'release' or None, got {l2_theta!r}")
+    tables = _check_fit_arguments(tables, n_chains, max_iter, l2_mu, EXACT_L2 if l2_rule else l2_theta, average, step_mu,
+                                  step_theta, max_step, n_shards, callback_every)
+    if l2_rule and any(t.noise != "none" for t in tables):
+        return _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_shards, executor, callback,
+                            dict(l2_mu=l2_mu, step_mu=step_mu, step_theta=step_theta, rescaled=rescaled,
+                                 precondition=precondition, max_step=max_step, average=average),
+                            dict(progress=progress, callback_every=callback_every))
+    l2_theta = EXACT_L2 if l2_rule else checks.non_negative(l2_theta, "l2_theta")
     layout = model.layout if model is not None else MaxEntLayout.from_tables(domain, tables)
     T = len(tables)
     obs = _Observed.of(layout, tables, n)
@@ -598,7 +615,34 @@ def fit_maxent(
                               f"nats of conditional log-likelihood per record (more than {GAIN_TOL:g}); raise max_iter "
                               "(noisy tables need thousands of steps) or continue from this result (model=, state=)",
                               ConvergenceWarning, stacklevel=2)
-    return PCDResult(model, state, history, gain)
+    return PCDResult(model, state, history, gain, l2_theta)
+
+
+def _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_shards, executor, callback, settings, show):
+    """fit_maxent on noisy tables with the theta penalty chosen from the release (``ppgm.maxent_rule``):
+    the pilot at the exact-data penalty, the bootstrap choice, then the pilot's chains continued at the
+    chosen penalty. One history: the pilot's steps, then the final fit's."""
+    from . import maxent_rule
+
+    rng = as_generator(seed)
+    fit = functools.partial(fit_maxent, domain=domain, n=n, **{k: v for k, v in settings.items() if k != "average"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # the pilot is a starting point, tested below
+        pilot = fit(tables, l2_theta=maxent_rule.PILOT_L2, n_chains=n_chains, max_iter=max(int(max_iter) // 2, 1), seed=rng, model=model,
+                    state=state, n_shards=n_shards, executor=executor, callback=callback, average=settings["average"], **show)
+    n_obs = _Observed.of(pilot.model.layout, tables, n).n
+    choice = maxent_rule.release_l2_theta(tables, pilot, n_obs, functools.partial(fit, average=settings["average"], progress=False),
+                                          seed=rng)
+    steps = max(int(max_iter) - int(max_iter) // 2, 1)
+    # the averaging window stays the last ``average`` of all max_iter steps, all of it in the final fit
+    window = min(settings["average"] * int(max_iter) / steps, 0.9)
+    final = fit(tables, l2_theta=choice.value, max_iter=steps, model=pilot.model, state=pilot.state, executor=executor,
+                callback=callback, **{**settings, "average": window}, **show)
+    history = {k: list(v) for k, v in pilot.history.items()}
+    for k, v in final.history.items():
+        history.setdefault(k, []).extend(v)
+    history["selection"] = [choice.as_record()]
+    return PCDResult(final.model, final.state, history, final.remaining_gain, choice.value, choice.as_record())
 
 
 def _check_fit_arguments(tables, n_chains, max_iter, l2_mu, l2_theta, average, step_mu, step_theta, max_step, n_shards,
@@ -652,6 +696,7 @@ class _Observed:
     C: float
     pieces: np.ndarray
     noisy: bool
+    groups: list
 
     @classmethod
     def of(cls, layout: MaxEntLayout, tables: list, n: float | None) -> "_Observed":
@@ -667,7 +712,7 @@ class _Observed:
         single_rows = np.concatenate([np.arange(pieces[i], pieces[i + 1]) for i, t in enumerate(tables) if len(t.variables) == 1] or [np.zeros(0, np.int64)])
         n_single = sum(1 for t in tables if len(t.variables) == 1)
         C_obs = float(c_obs[single_rows].sum() / n_single) if n_single else float(c_obs.sum() / T)
-        return cls(tables, d_obs, c_obs, n, C_obs, pieces, any(t.noise != "none" for t in tables))
+        return cls(tables, d_obs, c_obs, n, C_obs, pieces, any(t.noise != "none" for t in tables), _noise_groups(tables, pieces))
 
 
 @dataclass
@@ -692,7 +737,10 @@ class _Update:
         obs, scale, n, T = self.obs, self.scale, self.obs.n, len(self.obs.tables)
         d_raw, c_raw, h_raw, sig_sum, sig_var, count = stats
         d_hat, c_hat, h_hat = d_raw * scale, c_raw * scale, h_raw * scale
-        d_t, c_t = _targets(obs.tables, obs.pieces, obs.d, obs.c, d_hat, c_hat, scale) if obs.noisy else (obs.d, obs.c)
+        if obs.noisy:
+            d_t, c_t, w_d, w_c = _targets(obs.groups, obs.d, obs.c, d_hat, c_hat, scale)
+        else:
+            d_t, c_t, w_d, w_c = obs.d, obs.c, 1.0, 1.0
         # gradients of the negative log-likelihood (+ L2)
         g_mu = d_hat - d_t + 2 * self.l2_mu * model.mu
         if self.rescaled:
@@ -703,8 +751,16 @@ class _Update:
             g_th = c_hat - c_t + 2 * self.l2_theta * model.theta
             h_th = c_hat  # the joint model's curvature: theta_k also moves records into cell k
         if self.precondition:
-            dir_mu = g_mu / (np.maximum(d_hat, scale) + 2 * self.l2_mu)
-            dir_th = g_th / (np.maximum(h_th, scale) + 2 * self.l2_theta)
+            # the noisy cells' curvature is the exact one times the observation's share w (Fisher scoring of
+            # the Gaussian approximation): without it a step is w times too short, and PCD on noisy tables
+            # crawls (Adult at epsilon 1: 300 steps reached 0.234 test NLLH, 2,000 steps 0.265; with it,
+            # settled at 0.28 by 400 steps)
+            # The penalty's curvature is divided by T + 1: the step size's 1 / (T + 1) shares the data's
+            # curvature among the T tables that every record sits in, but each parameter has its own
+            # penalty, so without it a step shrinks a penalty-dominated parameter by 1 / (T + 1) of
+            # a Newton step (a penalty of 300 on Adult's noisy tables took 500 steps to settle; 100 now).
+            dir_mu = g_mu / (w_d * np.maximum(d_hat, scale) + 2 * self.l2_mu / (T + 1))
+            dir_th = g_th / (w_c * np.maximum(h_th, scale) + 2 * self.l2_theta / (T + 1))
         else:
             dir_mu, dir_th = g_mu / n, g_th / n
         model.mu -= np.clip(self.step_mu * dir_mu, -self.max_step, self.max_step)
@@ -767,18 +823,31 @@ def _remaining_gain(model: MaxEntModel, grads: Sequence[MaxEntModel], chains: np
     return max(0.5 * float(np.mean(p * (1 - p) * f_a * f_b)), 0.0)
 
 
-def _targets(tables, pieces, d_obs, c_obs, d_hat, c_hat, scale) -> tuple[np.ndarray, np.ndarray]:
-    """Posterior means of the true d and c given the noisy ones, with the model's current
-    expectations (and a Poisson-like variance plus the chains' Monte Carlo variance) as the prior."""
-    d_t, c_t = d_obs.copy(), c_obs.copy()
+def _noise_groups(tables, pieces) -> list:
+    """The noisy tables grouped by noise law (kind, scale, integer): ``(a table of the group, its slots)``,
+    so that each step's posterior means are one vectorised call per group (a release has one or two),
+    not two per table."""
+    groups: dict = {}
     for i, t in enumerate(tables):
-        if t.noise == "none":
-            continue
-        sl = slice(pieces[i], pieces[i + 1])
-        var_d = d_hat[sl] * (1 + scale) + 1.0
-        var_c = c_hat[sl] * (1 + scale) + 1.0
-        d_t[sl] = t.posterior_mean(d_hat[sl], var_d, observed=d_obs[sl])
-        c_t[sl] = t.posterior_mean(c_hat[sl], var_c, observed=c_obs[sl])
+        if t.noise != "none":
+            groups.setdefault((t.noise, float(t.scale), bool(t.integer)), (t, []))[1].append(np.arange(pieces[i], pieces[i + 1]))
+    return [(t, np.concatenate(rows)) for t, rows in groups.values()]
+
+
+def _targets(groups, d_obs, c_obs, d_hat, c_hat, scale) -> tuple:
+    """Posterior means of the true d and c given the noisy ones, with the model's current
+    expectations (and a Poisson-like variance plus the chains' Monte Carlo variance) as the prior;
+    and each cell's share of the observation, prior variance / (prior variance + noise variance)
+    (1 for exact tables), which scales the cell's curvature."""
+    d_t, c_t = d_obs.copy(), c_obs.copy()
+    w_d, w_c = np.ones_like(d_t), np.ones_like(c_t)
+    for t, rows in groups:
+        var_d = d_hat[rows] * (1 + scale) + 1.0
+        var_c = c_hat[rows] * (1 + scale) + 1.0
+        d_t[rows] = t.posterior_mean(d_hat[rows], var_d, observed=d_obs[rows])
+        c_t[rows] = t.posterior_mean(c_hat[rows], var_c, observed=c_obs[rows])
+        w_d[rows] = var_d / (var_d + t.variance)
+        w_c[rows] = var_c / (var_c + t.variance)
     d_t = np.clip(d_t, 0, None)
     c_t = np.clip(c_t, 0, d_t)
-    return d_t, c_t
+    return d_t, c_t, w_d, w_c

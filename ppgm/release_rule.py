@@ -33,8 +33,9 @@ from .metrics import kl_divergence
 from .mle import MarginalOracle
 from .noise import add_noise
 from .rng import as_generator
-from .sampling import sample_markov
-from .tables import contingency_tables
+from .factor import Factor
+from .junction_tree import JunctionTree
+from .sampling import sample_clique_tables
 
 N_BOOT = 3  # simulated releases per choice (tuning families: 2 left the choice noisy at low noise)
 STEP = np.sqrt(10.0)  # the candidate grid: half-decades of the weight
@@ -76,9 +77,10 @@ class Choice:
 
 
 def simulated_release(model: MarkovNetwork, ms: Sequence[Measurement], N: float, rng: np.random.Generator) -> list[Measurement]:
-    """A release like ``ms`` drawn from ``model``: N records, each measured clique tabulated (a pooled
-    table as the sum of its members'), and noise of each table's law and scale added (seeded: a
-    simulation, never a release).
+    """A release like ``ms`` drawn from ``model``: the tables of N records (drawn as tables,
+    :func:`ppgm.sampling.sample_clique_tables`), each measured clique tabulated (a pooled table as the
+    sum of its members'), and noise of each table's law and scale added (seeded: a simulation, never a
+    release).
 
     Parameters
     ----------
@@ -102,7 +104,9 @@ def simulated_release(model: MarkovNetwork, ms: Sequence[Measurement], N: float,
     (6, 'laplace', 2.0)
     """
     cliques = [c for m in ms for c in m.cliques]
-    counts = contingency_tables(sample_markov(model, int(round(N)), seed=rng), model.domain, cliques)
+    tree = JunctionTree.build(model.domain, model.scopes)
+    drawn = sample_clique_tables(model, int(round(N)), seed=rng, calibration=tree.calibrate(model))
+    counts = [Factor(tree.cliques[h], drawn[h]).sum_to(c) for h, c in ((tree.home(c), c) for c in cliques)]
     out, k = [], 0
     for m in ms:
         table = np.zeros(m.shape, dtype=np.int64)
@@ -184,11 +188,13 @@ def choose_l2(
     n_boot: int = N_BOOT,
     seed=0,
     score: Callable[[MarkovNetwork], float] | None = None,
+    simulate: Callable[[np.random.Generator], list] | None = None,
+    patience: int = 2,
 ) -> Choice:
     """The L2 weight (per record) at which ``refit`` best recovers ``pilot`` from releases like ``ms``.
 
     Candidates run down from ``upper`` in half-decades to the floor ``lower`` (default ``1 / N``),
-    stopping once the mean score has risen at two candidates in a row past its minimum; the range
+    stopping once the mean score has risen at ``patience`` candidates in a row past its minimum; the range
     grows upwards (at most three half-decades) while the best candidate is the largest tried.
 
     Parameters
@@ -211,6 +217,11 @@ def choose_l2(
     score : callable, optional
         KL(pilot || fit) for a fit (default :func:`ppgm.kl_divergence`; :func:`kl_from` calibrates the
         pilot once).
+    simulate : callable, optional
+        ``simulate(rng)`` -> a release like ``ms`` drawn from the pilot (default
+        :func:`simulated_release`; learners whose pilot is not a MarkovNetwork bring their own).
+    patience : int
+        Candidates past the minimum of the mean score after which the descent stops.
 
     Returns
     -------
@@ -234,7 +245,8 @@ def choose_l2(
     rng = as_generator(seed)
     lower = 1.0 / N if lower is None else lower
     score = score or (lambda q: kl_divergence(pilot, q))
-    releases = [simulated_release(pilot, ms, N, rng) for _ in range(n_boot)]
+    simulate = simulate or (lambda r: simulated_release(pilot, ms, N, r))
+    releases = [simulate(rng) for _ in range(n_boot)]
     last: list = [None] * n_boot
     cands: list = []
     cols: list = []
@@ -252,7 +264,7 @@ def choose_l2(
     while True:  # descend to the floor, or until the mean score has risen twice past its minimum
         try_weight(l2)
         means = np.mean(cols, axis=1)
-        if len(means) - 1 - int(np.argmin(means)) >= 2 or l2 <= lower:
+        if len(means) - 1 - int(np.argmin(means)) >= patience or l2 <= lower:
             break
         l2 = max(l2 / STEP, lower)
     grown = 0
@@ -266,7 +278,7 @@ def choose_l2(
     means = s.mean(axis=0)
     best = int(np.argmin(means))
     at_floor = best == len(c) - 1 and c[best] <= lower * (1 + 1e-9)
-    decided = best > 0 and (best < len(c) - 1 or at_floor)
+    decided = bool(best > 0 and (best < len(c) - 1 or at_floor))
     value = float(c[best])
     reason = "the floor of the range" if at_floor else "smallest mean KL(pilot || refit)"
     j = within_one_se(s, best)  # the most regularised candidate within one standard error of the best
@@ -281,6 +293,6 @@ def choose_l2(
             value, reason = max(lower, float(np.exp(x[1] + off * (x[1] - x[0])))), "parabola through the best three candidates"
     if not decided:
         reason = "the largest candidate tried was best: the rule could not decide"
-        warnings.warn(f"L2 weight chosen from the release: the largest candidate ({c[best]:.3g} per record) scored best, "
+        warnings.warn(f"L2 weight chosen from the release: the largest candidate ({c[best]:.3g}) scored best, "
                       "so the best weight may lie above the range tried; pass l2= to override", UndecidedWarning, stacklevel=3)
     return Choice(value, c, s, decided, reason)

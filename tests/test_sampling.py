@@ -59,3 +59,32 @@ def test_draw_rows_never_picks_zero_probability_cells():
     assert set(out[:10_000]) == {1, 3}
     assert (out[10_000:20_000] == 0).all() and (out[20_000:] == 3).all()
     assert abs((out[:10_000] == 1).mean() - 0.5) < 0.02
+
+
+def test_clique_tables_drawn_without_records_follow_the_records_law():
+    """sample_clique_tables against tabulating sample_markov's records: the same means and covariances
+    (2,000 draws of 300 records each) and exactly consistent separators."""
+    from ppgm.junction_tree import JunctionTree
+    from ppgm.random_models import third_order_chain
+    from ppgm.sampling import sample_clique_tables, sample_markov
+    from ppgm.tables import contingency_tables
+
+    mn = third_order_chain(6, 3, seed=0)
+    jt = JunctionTree.build(mn.domain, mn.scopes)
+    cal = jt.calibrate(mn)
+    rng = np.random.default_rng(0)
+    drawn = [sample_clique_tables(mn, 300, rng, cal) for _ in range(2000)]
+    A = np.array([np.concatenate([t.ravel() for t in d]) for d in drawn])
+    B = np.array([np.concatenate([f.values.ravel() for f in contingency_tables(sample_markov(mn, 300, rng, cal), mn.domain, jt.cliques)])
+                  for _ in range(2000)])
+    mu = 300 * cal.flat_beliefs
+    se = np.sqrt(np.maximum(mu, 1e-3) / 2000)
+    assert np.max(np.abs(A.mean(0) - mu) / se) < 5 and np.max(np.abs(B.mean(0) - mu) / se) < 5
+    cov_a, cov_b = np.cov(A.T), np.cov(B.T)
+    assert np.abs(cov_a - cov_b).max() < 0.15 * np.abs(cov_b).max()
+    for tables in drawn[:20]:  # every child's separator counts are its parent's
+        assert all(int(t.sum()) == 300 for t in tables)
+        for i in jt.order[1:]:
+            sep, c, p = jt.separators[i], jt.cliques[i], jt.cliques[jt.parent[i]]
+            from ppgm.factor import Factor
+            np.testing.assert_array_equal(Factor(c, tables[i]).sum_to(sep).values, Factor(p, tables[jt.parent[i]]).sum_to(sep).values)
