@@ -474,9 +474,9 @@ class JunctionTree:
 
     def _calibrate_log(self, psi: np.ndarray) -> "Calibration":
         """The log-space schedule (any range of potentials), batched by depth: every clique of one level
-        of the tree sends its message in the same few array operations (a gather, a segment maximum, an
-        exponential and a ``bincount`` onto the separators), so the cost is a handful of numpy calls per
-        level, not per clique."""
+        of the tree sends its message in the same few array operations (a gather of its cells grouped by
+        separator cell, a log-sum-exp over each group shifted by the group's own maximum), so the cost is a
+        handful of numpy calls per level, not per clique."""
         lv = self._levels()
         plan = self._plan()
         inward = np.array(psi, dtype=float, copy=True)
@@ -484,18 +484,10 @@ class JunctionTree:
         with np.errstate(divide="ignore", invalid="ignore"):
             for k in range(len(lv.levels) - 1, -1, -1):  # deepest level first: messages to the parents
                 L = lv.levels[k]
-                vals = inward[L.child_cells]
-                top = _safe_top(np.maximum.reduceat(vals, L.child_starts))
-                vals -= top[L.child_rep]
-                np.exp(vals, out=vals)
-                up[k] = np.log(np.bincount(L.child_sep, weights=vals, minlength=L.n_sep)) + top[L.sep_owner]
+                up[k] = _lse_segments(inward[L.child_cells], L.child_sep, L.child_seg)
                 np.add.at(inward, L.parent_cells, up[k][L.parent_sep])
             for k, L in enumerate(lv.levels):  # root outwards: each child reads its separator off its parent
-                vals = inward[L.parent_cells]
-                top = _safe_top(np.maximum.reduceat(vals, L.parent_starts))
-                vals -= top[L.parent_rep]
-                np.exp(vals, out=vals)
-                down = np.log(np.bincount(L.parent_sep, weights=vals, minlength=L.n_sep)) + top[L.sep_owner]
+                down = _lse_segments(inward[L.parent_cells], L.parent_sep, L.parent_seg)
                 down -= up[k]
                 down[np.isnan(down)] = -np.inf
                 inward[L.child_cells] += down[L.child_sep]
@@ -574,25 +566,31 @@ def _safe_top(top: np.ndarray) -> np.ndarray:
     return top
 
 
+def _lse_segments(vals: np.ndarray, seg: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """log-sum-exp of ``vals`` over consecutive segments (``seg``: each entry's segment; ``starts``: where
+    each begins), each shifted by its own maximum, so it is exact for any range of values. ``vals`` is a
+    scratch copy and is overwritten."""
+    top = _safe_top(np.maximum.reduceat(vals, starts))
+    vals -= top[seg]
+    np.exp(vals, out=vals)
+    return np.log(np.add.reduceat(vals, starts)) + top
+
+
 @dataclass(frozen=True)
 class _Level:
     """The edges (child clique -> parent) whose child lies at one depth, as flat index arrays.
 
-    ``child_cells``: the children's cells (global flat indices, clique after clique), ``child_starts``
-    where each child begins in that list, ``child_rep`` its child for every entry, ``child_sep`` the
-    separator cell (numbered within the level) each cell sums onto. ``parent_cells`` / ``parent_starts`` /
-    ``parent_rep`` / ``parent_sep``: the same for each edge's parent cells (a parent with several children
-    at the level appears once per edge). ``sep_owner``: the edge of every separator cell."""
+    ``child_cells``: the children's cells (global flat indices) sorted by the separator cell each sums
+    onto (``child_sep``, numbered within the level), ``child_seg`` where each separator cell's run
+    begins; ``parent_cells`` / ``parent_sep`` / ``parent_seg`` the same for each edge's parent cells (a
+    parent with several children at the level appears once per edge)."""
 
     child_cells: np.ndarray
-    child_starts: np.ndarray
-    child_rep: np.ndarray
     child_sep: np.ndarray
+    child_seg: np.ndarray
     parent_cells: np.ndarray
-    parent_starts: np.ndarray
-    parent_rep: np.ndarray
     parent_sep: np.ndarray
-    sep_owner: np.ndarray
+    parent_seg: np.ndarray
     n_sep: int
 
 
@@ -605,8 +603,7 @@ class _Levels:
     @classmethod
     def of(cls, tree: "JunctionTree") -> "_Levels":
         dom = tree.domain
-        plan = tree._plan()
-        starts = plan["starts"]
+        starts = tree._plan()["starts"]
         depth = [0] * len(tree.cliques)
         by_depth: dict = {}
         for i in tree.order[1:]:
@@ -621,28 +618,25 @@ class _Levels:
             coords = np.indices(shape).reshape(len(clique), -1)
             return np.ravel_multi_index([coords[clique.index(v)] for v in sep], dom.shape(sep)).astype(np.intp)
 
+        def grouped(cells: list, seps: list, n_sep: int) -> tuple:
+            cells_a, seps_a = np.concatenate(cells).astype(np.intp), np.concatenate(seps).astype(np.intp)
+            order = np.argsort(seps_a, kind="stable")
+            runs = np.bincount(seps_a, minlength=n_sep)  # every separator cell has at least one cell
+            return cells_a[order], seps_a[order], np.concatenate([[0], np.cumsum(runs)[:-1]]).astype(np.intp)
+
         levels = []
         for d in sorted(by_depth):
-            parts: dict = {k: [] for k in ("cc", "cs", "pc", "ps", "own")}
-            n_sep, child_sizes, parent_sizes = 0, [], []
-            for e, c in enumerate(by_depth[d]):
+            cc, cs, pc, ps = [], [], [], []
+            n_sep = 0
+            for c in by_depth[d]:
                 p, sep = tree.parent[c], tree.separators[c]
                 sc, sp = sep_index(tree.cliques[c], sep), sep_index(tree.cliques[p], sep)
-                parts["cc"].append(starts[c] + np.arange(sc.size))
-                parts["cs"].append(sc + n_sep)
-                parts["pc"].append(starts[p] + np.arange(sp.size))
-                parts["ps"].append(sp + n_sep)
-                width = dom.size(sep)
-                parts["own"].append(np.full(width, e, dtype=np.intp))
-                n_sep += width
-                child_sizes.append(sc.size)
-                parent_sizes.append(sp.size)
-            cat = {k: np.concatenate(v).astype(np.intp) for k, v in parts.items()}
-            cs, ps = np.array(child_sizes), np.array(parent_sizes)
-            levels.append(_Level(
-                cat["cc"], np.concatenate([[0], np.cumsum(cs)[:-1]]).astype(np.intp), np.repeat(np.arange(cs.size), cs),
-                cat["cs"], cat["pc"], np.concatenate([[0], np.cumsum(ps)[:-1]]).astype(np.intp),
-                np.repeat(np.arange(ps.size), ps), cat["ps"], cat["own"], n_sep))
+                cc.append(starts[c] + np.arange(sc.size))
+                cs.append(sc + n_sep)
+                pc.append(starts[p] + np.arange(sp.size))
+                ps.append(sp + n_sep)
+                n_sep += dom.size(sep)
+            levels.append(_Level(*grouped(cc, cs, n_sep), *grouped(pc, ps, n_sep), n_sep))
         return cls(tuple(levels))
 
 

@@ -183,3 +183,20 @@ def test_batched_log_schedule_matches_the_per_clique_scaled_one_on_a_deep_tree()
     for a, b in zip(batched.beliefs, scaled.beliefs):
         np.testing.assert_allclose(a, b, atol=1e-13)
     np.testing.assert_allclose(batched.flat_beliefs, np.concatenate([b.ravel() for b in scaled.beliefs]), atol=1e-13)
+
+
+def test_log_schedule_is_exact_when_one_clique_spans_thousands_of_nats():
+    """A clique whose log-potentials span far more than exp's 709-nat range: each separator cell's
+    log-sum-exp must be shifted by its own maximum, not the clique's (a clique-wide shift underflowed to
+    log 0 = -inf and reported probability zero everywhere). Brute force in log space is the reference."""
+    from conftest import brute_log_z, brute_marginal
+
+    rng = np.random.default_rng(3)
+    dom = Domain(("A", "B", "C", "D"), (3, 3, 2, 3))
+    factors = [Factor(s, rng.normal(0, 1, dom.shape(s)) * 800) for s in (("A", "B"), ("B", "C"), ("B", "D"))]
+    model = MarkovNetwork(dom, factors)
+    cal = JunctionTree.build(dom, model.scopes).calibrate(model)
+    assert "flat_logs" in cal._cache  # the range sends it to the log-space schedule
+    assert cal.log_z == pytest.approx(brute_log_z(model), rel=1e-12)
+    for scope in (("A", "B"), ("B", "C"), ("B", "D")):
+        np.testing.assert_allclose(cal.marginal(scope).values, brute_marginal(model, scope), atol=1e-12)
