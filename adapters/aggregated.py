@@ -31,8 +31,9 @@ from ppgm.maxent import fit_maxent
 from ppgm.metrics import nllh
 from ppgm.rng import as_generator
 
-from .archive import MAX_BYTES, read_npz
+from .archive import MAX_BYTES, read_npz, save_path
 from .dask_backend import dask_executor, frame_blocks, is_dask
+from .data import check_frame
 
 MISSING = "<missing>"
 
@@ -101,6 +102,11 @@ class FeatureEncoder:
         """
         checks.choice(strategy, "strategy", STRATEGIES)
         values = series.dropna()
+        if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
+            n_inf = int(_computed(np.isinf(values.astype(float)).sum()))
+            if n_inf:
+                raise ValueError(f"df: column {series.name!r} has {n_inf} infinite values; no bin covers them (replace them, "
+                                 "or give bin_edges whose outer bins you want them in)")
         nunique = int(_computed(values.nunique()))
         if nunique == 0:
             raise ValueError(f"df: column {series.name!r} has no values")
@@ -243,7 +249,7 @@ class FeatureEncoder:
         codes = np.full(len(series), -1, dtype=np.int64)
         if self.kind == "numeric":
             x = pd.to_numeric(series, errors="coerce").to_numpy(float)
-            bad = ~miss & np.isnan(x)
+            bad = ~miss & ~np.isfinite(x)  # not a number, or infinite: outside every bin (unseen, code -1)
             inner = np.asarray(self.edges[1:-1])
             got = np.searchsorted(inner, np.where(np.isnan(x), 0.0, x), side="right")
             codes = np.where(bad, -1, got)
@@ -355,8 +361,7 @@ class Aggregates:
         >>> agg.encode(df).tolist()[:2]
         [[0, 0], [1, 1]]
         """
-        if not isinstance(df, pd.DataFrame):
-            raise TypeError(f"df: expected a pandas DataFrame, got {type(df).__name__}")
+        check_frame(df, "df")
         missing = [f for f in self.features if f not in df.columns]
         if missing:
             raise ValueError(f"df: columns {missing} are missing; the aggregates were built on {list(self.features)}")
@@ -415,7 +420,7 @@ class Aggregates:
             arrays[f"d{i}"], arrays[f"c{i}"] = t.values, t.label_sums
             if t.buckets is not None:
                 arrays[f"b{i}"] = t.buckets
-        np.savez(Path(path), meta=np.array(json.dumps(meta)), **arrays)
+        np.savez(save_path(path), meta=np.array(json.dumps(meta)), **arrays)
 
     @classmethod
     def load(cls, path, max_bytes: int = MAX_BYTES) -> "Aggregates":
@@ -569,8 +574,7 @@ def aggregate(
         raise TypeError(f"pairs: expected 'all', 'none' or a list of feature pairs, got {pairs!r}")
     spec = EncodingSpec.make(bins, categories, bounds, bin_edges, missing, quantile_epsilon, on_unknown, mechanism, strategy)
     distributed = is_dask(df)  # encoders from summaries, counts per partition on the workers
-    if not distributed and not isinstance(df, pd.DataFrame):
-        raise TypeError(f"df: expected a pandas DataFrame, got {type(df).__name__}")
+    check_frame(df, "df", dask=True)
     if not distributed and len(df) == 0:
         raise ValueError("df: the DataFrame has no rows")
     features = _feature_list(df.columns, features, label)
@@ -799,6 +803,7 @@ def _rows(X, name: str, names: list | None = None) -> pd.DataFrame:
     arrays: 2-D, at least one row and one feature, no complex values) with columns ``names``
     (default ``x0``, ``x1``, ...); sparse input is refused."""
     if isinstance(X, pd.DataFrame):
+        check_frame(X, name)
         return X
     import scipy.sparse as sp
     from sklearn.utils.validation import check_array
@@ -973,6 +978,10 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         >>> clf.classes_.tolist(), len(clf.history_["step"])
         ([0, 1], 60)
         """
+        for name in ("rescaled", "precondition", "noise_model", "progress", "warm_start"):
+            checks.flag(getattr(self, name), name)
+        checks.count(self.bins, "bins", 2)  # used only by fit(X, y), but a wrong value is wrong either way
+        checks.choice(self.strategy, "strategy", ("uniform", "quantile", "kmeans"))
         if y is None:
             if isinstance(X, (pd.DataFrame, np.ndarray, list)):
                 raise _MissingTarget("y: MaxEntClassifier requires y to be passed, but the target y is None "
@@ -1051,6 +1060,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
             raise NotFittedError("MaxEntClassifier: call fit(aggregates) or fit(X, y) first")
         if not isinstance(df, pd.DataFrame):
             df = _rows(df, "X", names=list(self.feature_names_in_))
+        check_frame(df, "X")
         codes = self.aggregates_.encode(df)
         unseen = codes < 0
         if unseen.any():

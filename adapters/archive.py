@@ -16,6 +16,31 @@ from pathlib import Path
 import numpy as np
 
 MAX_BYTES = 1 << 30  # 1 GiB of arrays by default
+MAX_RATIO = 100  # a release's arrays are noisy numbers: they do not compress more than this (beyond SMALL)
+SMALL = 1 << 20  # archives unpacking to less than this are never refused for their ratio
+
+
+def save_path(path) -> Path:
+    """The file an archive is written to, checked before writing: a path (str or os.PathLike) to a
+    file in an existing directory, ending in ``.npz`` (numpy would otherwise append it, and the file
+    written would not be the one named).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> save_path(os.path.join(tempfile.mkdtemp(), "release.npz")).suffix
+    '.npz'
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file path ending in .npz, got {type(path).__name__}")
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"path: {str(p)!r} is a directory; expected a file path ending in .npz")
+    if p.suffix != ".npz":
+        raise ValueError(f"path: {str(p)!r} does not end in .npz (numpy would write {str(p)!r} + '.npz'); name the file .npz")
+    if not p.parent.is_dir():
+        raise ValueError(f"path: the directory {str(p.parent)!r} does not exist")
+    return p
 
 
 def read_npz(path, what: str, required: tuple = (), max_bytes: int = MAX_BYTES) -> dict:
@@ -54,6 +79,8 @@ def read_npz(path, what: str, required: tuple = (), max_bytes: int = MAX_BYTES) 
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a file path, got {type(path).__name__}")
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)) or max_bytes < 1:
+        raise TypeError(f"max_bytes: expected a positive whole number of bytes, got {max_bytes!r}")
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"path: no file at {str(path)!r}")
@@ -85,6 +112,10 @@ def read_npz(path, what: str, required: tuple = (), max_bytes: int = MAX_BYTES) 
             if total > max_bytes:
                 raise ValueError(f"path: {str(path)!r} would unpack to more than {max_bytes:,} bytes; refused "
                                  f"(pass a larger max_bytes if you trust the file)")
+            if total > SMALL and total > MAX_RATIO * path.stat().st_size:
+                raise ValueError(f"path: {str(path)!r} declares {total:,} bytes of arrays in a {path.stat().st_size:,}-byte "
+                                 f"file, more than {MAX_RATIO}:1; noisy tables do not compress like that, so the file is "
+                                 "forged or damaged; refused")
             members[info.filename[:-4]] = info
         missing = [m for m in required if m not in members]
         if missing:

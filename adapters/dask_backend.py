@@ -16,6 +16,7 @@ import numpy as np
 from ppgm.domain import Domain
 from ppgm.executor import BlockLost, RecordBlock, add_all, tree_reduce
 from ppgm.robust_filter import FilterResult, filter_known_topology
+from ppgm import checks
 
 LOST = {"CancelledError", "FutureCancelledError", "FuturesCancelledError", "KilledWorker", "FutureLost", "LostDependency"}
 
@@ -218,6 +219,7 @@ def filter_dask(
     >>> bool((res.inlier_mask.compute() == mem.inlier_mask).all()), res.history[0]["removed"]
     (True, 200)
     """
+    checks.flag(progress, "progress")
     import dask.array as da
 
     if not (is_dask(records) and getattr(records, "ndim", 0) == 2):

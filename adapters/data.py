@@ -46,10 +46,17 @@ def check_frame(data, name: str = "data", dask: bool = False) -> None:
     Traceback (most recent call last):
     ...
     TypeError: df: expected a pandas DataFrame, got dict
+    >>> check_frame(pd.DataFrame([[1, 2]], columns=["A", "A"]))
+    Traceback (most recent call last):
+    ...
+    ValueError: data: duplicated column names ['A']; every column must have its own name
     """
-    if isinstance(data, pd.DataFrame) or (dask and is_dask(data) and hasattr(data, "columns")):
-        return
-    raise TypeError(f"{name}: expected a pandas {'or Dask ' if dask else ''}DataFrame, got {type(data).__name__}")
+    if not (isinstance(data, pd.DataFrame) or (dask and is_dask(data) and hasattr(data, "columns"))):
+        raise TypeError(f"{name}: expected a pandas {'or Dask ' if dask else ''}DataFrame, got {type(data).__name__}")
+    dup = pd.Index(data.columns)
+    dup = dup[dup.duplicated()].unique().tolist()
+    if dup:
+        raise ValueError(f"{name}: duplicated column names {dup}; every column must have its own name")
 
 
 def check_domain(domain, name: str = "domain") -> Domain:
@@ -352,6 +359,7 @@ def sample_partitions(model, n: int, npartitions: int, seed=None, codes: bool = 
     >>> ddf.npartitions, len(ddf.compute())
     (4, 1000)
     """
+    checks.flag(codes, "codes")
     import dask
     import dask.array as da
     import dask.dataframe as dd

@@ -78,6 +78,10 @@ def dirichlet_chain_network(n_vars: int = 10, k: int = 10, alpha: float = 1.0, s
     return mn
 
 
+MAX_HOURS, MAX_LOCATIONS = 1_000, 100  # the simulated study's bounds (its chain has one variable per hour)
+MAX_STUDY_CELLS = 10**8  # person-days x (hours + 1) cells of the returned DataFrame
+
+
 def mobility_study(n_people: int = 1000, max_days: int = 7, locations: int = 5, hours: int = 24, seed=None) -> tuple:
     """Synthetic Wi-Fi mobility traces in the shape of the CGM paper's study (Sec. 4.2), whose data
     are not public: people who each contribute 1 to ``max_days`` days, every day a trajectory over
@@ -91,6 +95,8 @@ def mobility_study(n_people: int = 1000, max_days: int = 7, locations: int = 5, 
         Each person's number of days is uniform on 1 .. max_days (people, not rows, are the unit of
         privacy: release with ``individuals="person", reweight=True``).
     locations, hours : int
+        At most ``MAX_LOCATIONS`` (100) and ``MAX_HOURS`` (1,000); the study at most
+        ``MAX_STUDY_CELLS`` (1e8) cells, n_people x max_days x (hours + 1).
     seed : int or numpy.random.Generator, optional
         Draws the chain and the traces.
 
@@ -110,6 +116,13 @@ def mobility_study(n_people: int = 1000, max_days: int = 7, locations: int = 5, 
     from .models import markov_to_pgmpy
 
     n_people, max_days = checks.count(n_people, "n_people"), checks.count(max_days, "max_days")
+    hours, locations = checks.count(hours, "hours", 2), checks.count(locations, "locations")
+    if hours > MAX_HOURS or locations > MAX_LOCATIONS:
+        raise ValueError(f"hours, locations: expected at most {MAX_HOURS:,} hours and {MAX_LOCATIONS:,} locations, "
+                         f"got {hours:,} and {locations:,}")
+    if n_people * max_days * (hours + 1) > MAX_STUDY_CELLS:
+        raise ValueError(f"n_people, max_days, hours: up to {n_people * max_days:,} person-days of {hours} hours is more than "
+                         f"{MAX_STUDY_CELLS:,} cells; a smaller study, please")
     rng = as_generator(seed)
     chain = mobility_chain(locations, hours, seed=rng)
     days = rng.integers(1, int(max_days) + 1, size=int(n_people))

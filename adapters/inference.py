@@ -259,6 +259,8 @@ class LogBeliefPropagation:
         >>> round(float(bp.query(["lung"], evidence={"smoke": "yes"}).values[0]), 3)
         0.1
         """
+        checks.flag(joint, "joint")
+        checks.flag(show_progress, "show_progress")
         if isinstance(variables, (str, bytes)) or not isinstance(variables, (list, tuple, set)):
             variables = [variables]
         variables = list(checks.names(list(variables), "variables"))
@@ -313,6 +315,7 @@ class LogBeliefPropagation:
         >>> bp.map_query(["lung", "tub"], evidence={"xray": "yes"})
         {'lung': 'yes', 'tub': 'no'}
         """
+        checks.flag(show_progress, "show_progress")
         evidence = checks.mapping(evidence, "evidence")
         key = self._evidence_key(evidence, virtual_evidence)
         if variables is None:

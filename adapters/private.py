@@ -24,7 +24,7 @@ from ppgm.rng import as_generator
 from ppgm.tables import contingency_tables as _engine_tables
 from ppgm.tying import Tying
 
-from .archive import MAX_BYTES, read_npz
+from .archive import MAX_BYTES, read_npz, save_path
 from .data import check_known, codes_or_unknown, declared_domain
 from .models import declared_states, markov_to_pgmpy
 
@@ -231,7 +231,7 @@ class NoisyTables:
                         for f in self.factors],
         }
         arrays = {f"t{i}": f.values for i, f in enumerate(self.factors)}
-        np.savez(Path(path), meta=np.array(json.dumps(meta)), **arrays)
+        np.savez(save_path(path), meta=np.array(json.dumps(meta)), **arrays)
 
     @classmethod
     def load(cls, path, max_bytes: int = MAX_BYTES) -> "NoisyTables":
@@ -511,6 +511,7 @@ def bounded_tables(
     >>> b.tables[0].values.tolist(), b.contribution
     ([1, 2], 2.0)
     """
+    checks.flag(reweight, "reweight")
     rng = as_generator(seed)
     cliques = [tuple(c) for c in _cliques(cliques_or_model)]
     if not cliques:
@@ -558,6 +559,10 @@ def _bounded_records(data, dom, codes, individuals, max_contributions, reweight,
     ids = data[individuals].to_numpy() if isinstance(individuals, str) else np.asarray(individuals)
     if ids.ndim != 1 or ids.shape[0] != len(data):
         raise ValueError(f"individuals: expected {len(data)} entries, one per record, got shape {ids.shape}")
+    missing = int(pd.isna(ids).sum())
+    if missing:
+        raise ValueError(f"individuals: {missing} records have no id (NaN / None); a missing id would count all of them as one "
+                         "individual. Drop those records or give each its own id")
     if (max_contributions is None) == (not reweight):
         raise ValueError(
             "individuals: give a public bound on each individual's records, max_contributions=k or reweight=True "
@@ -698,6 +703,7 @@ class NaiveMLEEstimator(_NoisyTableEstimator):
         >>> sorted(map(sorted, NaiveMLEEstimator(mn).estimate(rel).edges()))[:2]
         [['X0', 'X1'], ['X0', 'X2']]
         """
+        checks.flag(project, "project")
         dom, ms = self._inputs(noisy_tables)
         fit = naive_mle(dom, ms, N=N, l2=l2, project=project, tied=self.tied, seed=seed)
         self.history_ = fit.history
@@ -780,6 +786,9 @@ class CGMEstimator(_NoisyTableEstimator):
         >>> len(est.history_) <= 3, "stopped" in est.history_[-1]
         (True, True)
         """
+        checks.flag(progress, "progress")
+        checks.flag(moment_match, "moment_match")
+        checks.callback(callback)
         dom, ms = self._inputs(noisy_tables)
         res = cgm_em(dom, ms, N=N, l2=l2, estep=estep, max_iter=max_iter, tol=tol, progress=progress,
                      init_l2=init_l2, moment_match=moment_match, rtol=rtol, tied=self.tied, stop=stop, seed=seed,

@@ -142,6 +142,7 @@ class RobustFilter(DiscreteParameterEstimator):
         if not (isinstance(self.epsilon, (int, float, np.floating)) and 0 < self.epsilon < 0.5):
             raise ValueError(f"epsilon: expected a corrupted fraction in (0, 1/2), got {self.epsilon!r}")
         checks.choice(self.encoding, "encoding", ("native", "binary"))
+        checks.flag(self.progress, "progress")
         check_frame(data, "data")
         if len(data) == 0:
             raise ValueError("data: the DataFrame has no rows")

@@ -80,6 +80,27 @@ def _check_measurements(domain: Domain, measurements: Sequence[Measurement]) -> 
     return ms
 
 
+PLAUSIBLE_SD = 50.0  # a noisy cell farther than this many noise sd from [0, N] cannot come from the release
+
+
+def _check_plausible(ms: Sequence[Measurement], N: float | None) -> None:
+    """Refuse a release whose cells no noise law could produce: beyond [-50 sd, k N + 50 sd] (k: cliques
+    pooled in the table), with N the given or released count, else the median of the tables' totals
+    (the mean would follow the corrupted cell). Laplace and Gaussian noise exceed 50 sd with
+    probability below 1e-21."""
+    known = [m.n for m in ms if m.n is not None]
+    ref = N if N is not None else (known[0] if known else float(np.median([m.values.sum() / len(m.cliques) for m in ms])))
+    for i, m in enumerate(ms):
+        sd = float(np.sqrt(m.variance)) if m.noise != "none" else 0.0
+        k = len(m.cliques)
+        lo, hi = -PLAUSIBLE_SD * sd - 1e-9, k * max(float(ref), 0.0) + PLAUSIBLE_SD * sd + 1e-9 * max(1.0, k * float(ref))
+        worst = m.values[(m.values < lo) | (m.values > hi)]
+        if worst.size:
+            raise ValueError(f"measurements[{i}]: a cell of {float(worst[np.argmax(np.abs(worst))]):.4g} in the table over "
+                             f"{m.variables} is implausible for N = {float(ref):,.0f} records and noise sd {sd:.3g} (outside "
+                             f"-{PLAUSIBLE_SD:g} sd .. {k} N + {PLAUSIBLE_SD:g} sd); the release is corrupted, or N is wrong")
+
+
 def _scopes(ms: Sequence[Measurement]) -> list[tuple]:
     """The model's cliques: every measurement's (a pooled table's members, as written)."""
     return [c for m in ms for c in m.cliques]
@@ -139,8 +160,15 @@ def population_size(measurements: Sequence[Measurement]) -> float:
     return N
 
 
+MAX_RECORDS = 2.0**53  # counts above this are not exact in floating point (and no data set has them)
+
+
 def _resolve_n(ms: Sequence[Measurement], N: float | None) -> float:
-    return population_size(ms) if N is None else checks.positive(N, "N")
+    n = population_size(ms) if N is None else checks.positive(N, "N")
+    if n > MAX_RECORDS:
+        where = "" if N is not None else " (estimated from the tables' totals)"
+        raise ValueError(f"N: {n:.4g} records{where} is implausible (more than 2**53); the release is corrupted, or give N")
+    return n
 
 
 L2_RULES = ("release", "paper", "calibrated")
@@ -249,6 +277,8 @@ def naive_mle(
     (6, 0.001)
     """
     ms = _check_measurements(domain, measurements)
+    N = None if N is None else checks.positive(N, "N")
+    _check_plausible(ms, N)
     N = _resolve_n(ms, N)
     l2 = _check_l2(l2, allow_rules=True)
     tie = tied if isinstance(tied, Tying) or tied is None else Tying.build(domain, _scopes(ms), tied)
@@ -647,6 +677,10 @@ def cgm_em(
     >>> res.N
     5000.0
     """
+    checks.flag(progress, "progress")
+    checks.flag(adaptive_estep, "adaptive_estep")
+    checks.flag(moment_match, "moment_match")
+    checks.callback(callback)
     ms = _check_measurements(domain, measurements)
     checks.choice(estep, "estep", ("dual", "nlbp"))
     estep_iter = (500 if estep == "dual" else 2000) if estep_iter is None else estep_iter
@@ -656,6 +690,8 @@ def cgm_em(
     estep_tol, mstep_tol = checks.positive(estep_tol, "estep_tol"), checks.positive(mstep_tol, "mstep_tol")
     checks.in_range(damping, "damping", 0.0, 1.0, closed=False)
     checks.non_negative(smoothing, "smoothing")
+    N = None if N is None else checks.positive(N, "N")
+    _check_plausible(ms, N)
     N = _resolve_n(ms, N)
     oracle = MarginalOracle(domain, _scopes(ms))
     P = oracle.params

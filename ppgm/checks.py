@@ -116,6 +116,19 @@ def flag(x, name: str) -> bool:
     return bool(x)
 
 
+def callback(x, name: str = "callback"):
+    """None or a callable, checked before any work (a non-callable would fail mid-run).
+
+    Examples
+    --------
+    >>> callback(print) is print, callback(None) is None
+    (True, True)
+    """
+    if x is not None and not callable(x):
+        raise TypeError(f"{name}: expected a callable or None, got {type(x).__name__}")
+    return x
+
+
 def choice(x, name: str, options: Sequence) -> Any:
     """One of ``options``.
 

@@ -11,6 +11,7 @@ from .factor import Factor
 from .junction_tree import DEFAULT_MAX_CELLS, Calibration, JunctionTree, JunctionTreeTooLarge
 from .loopy import LoopyResult, loopy_belief_propagation
 from .markov import MarkovNetwork
+from . import checks
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,7 @@ def infer(
     >>> res.method
     'junction_tree'
     """
+    checks.flag(progress, "progress")
     if method not in ("auto", "junction_tree", "loopy"):
         raise ValueError(f"method: expected 'auto', 'junction_tree' or 'loopy', got {method!r}")
     note = ""

@@ -17,6 +17,7 @@ import numpy as np
 from .factor import Factor, logsumexp
 from .markov import MarkovNetwork
 from .progress import ConvergenceWarning, progress_bar
+from . import checks
 
 
 def _xlogy(p: np.ndarray, logq: np.ndarray) -> np.ndarray:
@@ -110,6 +111,7 @@ def loopy_belief_propagation(
     >>> bool(round(res.log_z, 6) == round(float(np.log(10.0)), 6))
     True
     """
+    checks.flag(progress, "progress")
     if not 0 <= damping < 1:
         raise ValueError(f"damping: expected a number in [0, 1), got {damping}")
     if tol <= 0:

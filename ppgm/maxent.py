@@ -560,6 +560,10 @@ def fit_maxent(
     >>> np.round(fit.model.predict_proba(np.array([[0, 0], [1, 0]])), 1).tolist()
     [0.2, 0.8]
     """
+    checks.flag(rescaled, "rescaled")
+    checks.flag(precondition, "precondition")
+    checks.flag(progress, "progress")
+    checks.callback(callback)
     l2_rule = l2_theta is None or (isinstance(l2_theta, str) and l2_theta == "release")
     if isinstance(l2_theta, str) and not l2_rule:
         raise TypeError(f"l2_theta: expected a number >= 0, 'release' or None, got {l2_theta!r}")

@@ -401,6 +401,8 @@ def choose_gamma(s_tilde: float, gamma: float | None, gamma_ratio: float | None,
     >>> choose_gamma(0.5, None, 2.0)[0], choose_gamma(0.5, None, None)[0]
     (1.0, 5.0)
     """
+    if gamma is not None and gamma_ratio is not None:
+        raise ValueError(f"gamma, gamma_ratio: give one of them, not both (got gamma={gamma!r}, gamma_ratio={gamma_ratio!r})")
     if gamma is not None:
         if not np.isfinite(gamma) or gamma < 0:
             raise ValueError(f"gamma: expected a non-negative number, got {gamma!r}")

@@ -38,6 +38,7 @@ from .junction_tree import DEFAULT_MAX_CELLS, JunctionTree, JunctionTreeTooLarge
 from .markov import MarkovNetwork
 from .progress import ConvergenceWarning
 from .tying import Tying
+from . import checks
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,8 @@ def fit_marginals(
     >>> bool(np.abs(infer(fit.model).factor_marginals()[0].values - marg[0].values).max() < 1e-6)
     True
     """
+    checks.flag(check_targets, "check_targets")
+    checks.flag(warn, "warn")
     if not np.isfinite(l2) or l2 < 0:
         raise ValueError(f"l2: expected a non-negative number, got {l2!r}")
     targets = list(targets)

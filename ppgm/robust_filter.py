@@ -303,8 +303,10 @@ class _Operator:
             lam, V = np.linalg.eigh((M + M.T) / 2)
             i = int(np.argmax(np.abs(lam)))
             return float(lam[i]), self.cells_of(self.whiten(V[:, i]))
-        lam, V = eigsh(LinearOperator((m, m), matvec=mv, dtype=float), k=1, which="LM", v0=rng.standard_normal(m), tol=tol,
-                       ncv=min(m, 8))
+        v0 = rng.standard_normal(m)
+        if not np.any(mv(v0)):  # the records' covariance matches the fit's exactly (e.g. one or two rows): nothing to find
+            return 0.0, np.zeros(self.cells.size)
+        lam, V = eigsh(LinearOperator((m, m), matvec=mv, dtype=float), k=1, which="LM", v0=v0, tol=tol, ncv=min(m, 8))
         return float(lam[0]), self.cells_of(self.whiten(V[:, 0]))
 
 
@@ -501,6 +503,7 @@ def filter_known_topology(
     >>> bool((~res.inlier_mask[:100]).all()), int((~res.inlier_mask[100:]).sum()) < 20
     (True, True)
     """
+    checks.flag(progress, "progress")
     _check_filter_arguments(epsilon, mode, rounds, C, max_rounds, tol, n_null, null_draws)
     if block_rows is not None:
         checks.count(block_rows, "block_rows")
@@ -599,6 +602,8 @@ class _Run:
     def _calibrated(self, blocks, counts, op, lam, h, entry) -> tuple[Blocks, dict]:
         """Cut where the scores' excess over clean data's is largest along the eigenvector; with
         nothing to cut there, a last look along the likelihood."""
+        if op.n <= 0:  # no record weighs in (e.g. two identical rows): nothing to compare with clean data
+            return blocks, dict(entry, threshold=float("inf"), removed=0, kept=entry["kept_before"], stopped="no records to test")
         directions = {"eigenvector": h, "likelihood": op.surprise_cells()}
         null = _Null.draw(self.layout, self.cells, counts, op, self.n_null, self.null_draws, self.rng, self.tol, directions)
         threshold = null.eigenvalue_bound(op.n)

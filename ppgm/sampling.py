@@ -63,7 +63,7 @@ def sample_markov(
     >>> sample_markov(third_order_chain(5, 3, seed=0), 4, seed=1).shape
     (4, 5)
     """
-    n = _check_n(n)
+    n = _check_n(n, len(model.domain))
     rng = as_generator(seed)
     cal = calibration if calibration is not None else JunctionTree.build(model.domain, model.scopes).calibrate(model)
     t, dom = cal.tree, model.domain
@@ -154,7 +154,7 @@ def sample_bayes(model: BayesianNetwork, n: int, seed=None) -> np.ndarray:
     >>> sample_bayes(random_bayesian_network(4, seed=0), 3, seed=0).shape
     (3, 4)
     """
-    n = _check_n(n)
+    n = _check_n(n, len(model.domain))
     rng = as_generator(seed)
     dom = model.domain
     out = np.zeros((n, len(dom)), dtype=np.int64)
@@ -192,7 +192,16 @@ def sample(model, n: int, seed=None) -> np.ndarray:
     raise TypeError(f"model: expected a ppgm MarkovNetwork or BayesianNetwork, got {type(model).__name__}")
 
 
-def _check_n(n) -> int:
+MAX_CELLS = 10**9  # one call draws at most this many record cells (8 GB of int64 codes): draw more in batches
+
+
+def _check_n(n, width: int | None = None) -> int:
+    """A record count; with ``width`` (variables per record), at most ``MAX_CELLS`` cells in all."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n: expected a non-negative integer number of records, got {n!r}")
+    if width is not None and int(n) * max(int(width), 1) > MAX_CELLS:
+        raise ValueError(f"n: {int(n):,} records of {width} variables are {int(n) * width:,} cells, more than one call draws "
+                         f"({MAX_CELLS:,}, 8 GB of codes); draw them in batches")
+    if int(n) > 2**62:
+        raise ValueError(f"n: expected at most 2**62 records, got {n!r}")
     return int(n)
