@@ -116,6 +116,20 @@ def flag(x, name: str) -> bool:
     return bool(x)
 
 
+def damping(x, name: str = "damping") -> float:
+    """A finite number in [0, 1) (a message-damping weight).
+
+    Examples
+    --------
+    >>> damping(0.5)
+    0.5
+    """
+    v = real(x, name)
+    if not 0 <= v < 1:
+        raise ValueError(f"{name}: expected a number in [0, 1), got {x!r}")
+    return v
+
+
 def callback(x, name: str = "callback"):
     """None or a callable, checked before any work (a non-callable would fail mid-run).
 

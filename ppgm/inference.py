@@ -168,6 +168,8 @@ def infer(
     'junction_tree'
     """
     checks.flag(progress, "progress")
+    checks.damping(damping)
+    checks.positive(tol, "tol")
     if method not in ("auto", "junction_tree", "loopy"):
         raise ValueError(f"method: expected 'auto', 'junction_tree' or 'loopy', got {method!r}")
     note = ""

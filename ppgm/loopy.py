@@ -112,10 +112,7 @@ def loopy_belief_propagation(
     True
     """
     checks.flag(progress, "progress")
-    if not 0 <= damping < 1:
-        raise ValueError(f"damping: expected a number in [0, 1), got {damping}")
-    if tol <= 0:
-        raise ValueError(f"tol: expected a positive number, got {tol}")
+    damping, tol = checks.damping(damping), checks.positive(tol, "tol")
     bp = _Messages.build(model)
     history: list = []
     converged = False

@@ -229,6 +229,7 @@ def fit_marginals(
     """
     checks.flag(check_targets, "check_targets")
     checks.flag(warn, "warn")
+    tol = checks.positive(tol, "tol")
     if not np.isfinite(l2) or l2 < 0:
         raise ValueError(f"l2: expected a non-negative number, got {l2!r}")
     targets = list(targets)

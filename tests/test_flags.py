@@ -1,9 +1,11 @@
-"""Flags are real booleans at every door that takes one (issue 36: ``project="yes"``, ``moment_match="no"``,
-``progress="x"``, ``joint="no"`` were taken by truthiness, so "no" meant yes).
+"""Flags are real booleans and numbers are finite numbers at every door that takes them (issue 36:
+``project="yes"``, ``moment_match="no"``, ``progress="x"``, ``joint="no"`` were taken by truthiness, so
+"no" meant yes; ``tol=nan`` or ``damping=inf`` ran).
 
-The flags are not listed by hand: each door's flag parameters are read off its signature (every
-parameter whose default is True or False), so a flag added later is tested without editing this file.
-Each gets "no", "yes", 1, None and [True]; each must raise a TypeError naming it before any work.
+The parameters are not listed by hand: each door's flags are read off its signature (every parameter
+whose default is True or False), and its real parameters likewise (default a float), so a parameter
+added later is tested without editing this file. Flags get "no", "yes", 1, None and [True]; real
+parameters NaN, +-inf and "1"; each must raise a TypeError or ValueError naming it.
 """
 
 from __future__ import annotations
@@ -106,6 +108,31 @@ def test_a_flag_that_is_not_a_bool_is_refused_by_name(name, flag, bad):
         warnings.simplefilter("ignore")
         with pytest.raises(TypeError, match=rf"\b{flag}\b.*True or False"):
             call(**{flag: bad})
+
+
+ALLOW_INF = {("fit_maxent", "max_step")}  # documented: no cap on a step
+BAD_REALS = [float("nan"), float("inf"), -float("inf"), "1"]
+
+
+def _reals(name, fn) -> list:
+    params = inspect.signature(fn).parameters.values()
+    return [p.name for p in params if isinstance(p.default, float) and (name, p.name) not in ALLOW_INF]
+
+
+REAL_CASES = [(name, p, bad) for name, fn, _ in _doors() for p in _reals(name, fn) for bad in BAD_REALS]
+
+
+def test_the_doors_have_real_parameters_to_test():
+    assert len({(n, p) for n, p, _ in REAL_CASES}) >= 15
+
+
+@pytest.mark.parametrize("name,param,bad", REAL_CASES, ids=[f"{n}-{p}-{b!r}" for n, p, b in REAL_CASES])
+def test_a_real_parameter_refuses_non_finite_values_and_strings_by_name(name, param, bad):
+    call = {n: c for n, _, c in _doors()}[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises((TypeError, ValueError), match=rf"\b{param}\b"):
+            call(**{param: bad})
 
 
 @pytest.mark.parametrize("name", [n for n, _, _ in _doors()])
