@@ -260,6 +260,11 @@ class PCDState:
     def copy(self) -> "PCDState":
         return PCDState([ChainShard(s.chains.copy(), s.rng, None if s.slots is None else s.slots.copy()) for s in self.shards], self.step)
 
+    def head(self, k: int, rng: np.random.Generator) -> "PCDState":
+        """A new state of this one's first ``k`` chains (copied) in one shard with generator ``rng``
+        (a cheaper run that starts where this one is, e.g. the penalty rule's refits)."""
+        return PCDState([ChainShard(self.chains[:k].copy(), rng)], 0)
+
 
 def shard_step(shard: ChainShard, layout: "MaxEntLayout", mu: np.ndarray, theta: np.ndarray, theta0: float) -> tuple:
     """One PCD step of one shard: draw the label, sweep every feature, and return the shard with the

@@ -147,21 +147,19 @@ def release_l2_theta(tables: Sequence[Measurement], pilot, n: float, fit, seed=0
     >>> bool(LOWER <= release_l2_theta(ys, pilot, 3000, f).value <= UPPER * 10**1.5)
     True
     """
-    from .maxent import ChainShard, PCDState
-
     rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
     chains = pilot.state.chains
     score = conditional_kl(pilot.model, chains[:SCORE_CHAINS])
-    start = chains[:BOOT_CHAINS]
+    k = min(BOOT_CHAINS, len(chains))
 
     def refit(ys: list, l2: float, init):
         if init is None:
-            model, state = pilot.model, PCDState([ChainShard(start.copy(), np.random.default_rng(rng.integers(2**63)))])
+            model, state = pilot.model, pilot.state.head(k, np.random.default_rng(rng.integers(2**63)))
         else:
             model, state = init.model, init.state
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            return fit(ys, l2_theta=l2, n_chains=len(start), max_iter=BOOT_STEPS, model=model, state=state, seed=None)
+            return fit(ys, l2_theta=l2, n_chains=k, max_iter=BOOT_STEPS, model=model, state=state, seed=None)
 
     return choose_l2(tables, n, refit, pilot.model, upper=UPPER, lower=LOWER, n_boot=n_boot, seed=rng, score=score,
                      simulate=lambda r: simulated_aggregates(pilot.model, chains, tables, n, r), patience=PATIENCE)
