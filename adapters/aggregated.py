@@ -458,8 +458,9 @@ class Aggregates:
         try:
             meta = json.loads(str(z["meta"]))
             tables = [
-                Measurement(tuple(t["variables"]), z[f"d{i}"], t["noise"], t["scale"], meta["n"], label_sums=z[f"c{i}"],
-                            buckets=z[f"b{i}"] if t["hashed"] else None, integer=bool(t.get("integer", False)))
+                # popped: each unpacked array is released once its table holds it (peak: the result plus one table)
+                Measurement(tuple(t["variables"]), z.pop(f"d{i}"), t["noise"], t["scale"], meta["n"], label_sums=z.pop(f"c{i}"),
+                            buckets=z.pop(f"b{i}") if t["hashed"] else None, integer=bool(t.get("integer", False)))
                 for i, t in enumerate(meta["tables"])
             ]
             encoders = {f: FeatureEncoder(f, **e) for f, e in meta["encoders"].items()}

@@ -275,8 +275,8 @@ class NoisyTables:
                 variables = tuple(fm["variables"])
                 members = None if fm.get("members") is None else tuple(tuple(c) for c in fm["members"])
                 names = {v: fm["state_names"][str(v)] for c in (members or (variables,)) for v in c}
-                m = Measurement(variables, z[f"t{i}"], fm["noise"], fm["scale"], meta["n"], integer=bool(fm.get("integer", False)),
-                                members=members)
+                m = Measurement(variables, z.pop(f"t{i}"), fm["noise"], fm["scale"], meta["n"], integer=bool(fm.get("integer", False)),
+                                members=members)  # popped: the unpacked array is released once the table holds it
                 for c in m.cliques:
                     if m.shape != tuple(len(names[v]) for v in c):
                         raise ValueError(f"table {i} has shape {m.shape} but the states of {c} give {tuple(len(names[v]) for v in c)}")
