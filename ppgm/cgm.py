@@ -43,6 +43,7 @@ from scipy.optimize import Bounds, minimize
 from . import checks
 from .domain import Domain
 from .factor import Factor
+from .junction_tree import Calibration
 from .markov import MarkovNetwork
 from .measurement import Measurement
 from .mle import FitResult, MarginalOracle, fit_marginals, newton_applies
@@ -164,7 +165,10 @@ MAX_RECORDS = 2.0**53  # counts above this are not exact in floating point (and 
 
 
 def _resolve_n(ms: Sequence[Measurement], N: float | None) -> float:
-    n = population_size(ms) if N is None else checks.positive(N, "N")
+    """N given (checked) or estimated from the tables, after checking the release is plausible for it."""
+    N = None if N is None else checks.positive(N, "N")
+    _check_plausible(ms, N)
+    n = population_size(ms) if N is None else N
     if n > MAX_RECORDS:
         where = "" if N is not None else " (estimated from the tables' totals)"
         raise ValueError(f"N: {n:.4g} records{where} is implausible (more than 2**53); the release is corrupted, or give N")
@@ -277,8 +281,6 @@ def naive_mle(
     (6, 0.001)
     """
     ms = _check_measurements(domain, measurements)
-    N = None if N is None else checks.positive(N, "N")
-    _check_plausible(ms, N)
     N = _resolve_n(ms, N)
     l2 = _check_l2(l2, allow_rules=True)
     tie = tied if isinstance(tied, Tying) or tied is None else Tying.build(domain, _scopes(ms), tied)
@@ -306,12 +308,14 @@ def naive_mle(
 @dataclass(frozen=True)
 class Pilot:
     """The release-based rules' simulated truth and the naive refit they share (built once per fit):
-    the naive fit of the release at ``PILOT / N``, its refit callable, and KL from the pilot
-    (:func:`ppgm.release_rule.kl_from`) on the same oracle."""
+    the naive fit of the release at ``PILOT / N``, its refit callable, KL from the pilot
+    (:func:`ppgm.release_rule.kl_from`) on the same oracle, and the pilot's calibration (every simulated
+    release is drawn from it)."""
 
     refit: Callable
     model: MarkovNetwork
     score: Callable
+    calibration: Calibration
 
     @classmethod
     def of(cls, domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying | None = None, project: bool = True,
@@ -320,7 +324,7 @@ class Pilot:
         oracle = oracle or MarginalOracle(domain, _scopes(ms))
         refit = naive_refit(domain, ms, N, tie, project, oracle=oracle)
         model = refit(list(ms), PILOT / N, None)
-        return cls(refit, model, kl_from(model, oracle))
+        return cls(refit, model, kl_from(model, oracle), oracle.tree.calibrate(model))  # type: ignore[union-attr]  # exact
 
 
 def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying | None = None, project: bool = True,
@@ -366,7 +370,7 @@ def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying |
             return Choice(calibrated, np.array([calibrated]), np.zeros((1, 1)), False, "junction tree too large: calibrated weight")
         pilot = Pilot.of(domain, ms, N, tie, project, oracle)
     return choose_l2(ms, N, pilot.refit, pilot.model, upper=STEP * calibrated, lower=1.0 / N, n_boot=n_boot, seed=seed,
-                     score=pilot.score)
+                     score=pilot.score, simulate=lambda r: simulated_release(pilot.model, ms, N, r, pilot.calibration))
 
 
 @dataclass(frozen=True)
@@ -690,8 +694,6 @@ def cgm_em(
     estep_tol, mstep_tol = checks.positive(estep_tol, "estep_tol"), checks.positive(mstep_tol, "mstep_tol")
     checks.in_range(damping, "damping", 0.0, 1.0, closed=False)
     checks.non_negative(smoothing, "smoothing")
-    N = None if N is None else checks.positive(N, "N")
-    _check_plausible(ms, N)
     N = _resolve_n(ms, N)
     oracle = MarginalOracle(domain, _scopes(ms))
     P = oracle.params
@@ -807,7 +809,7 @@ def release_iterations(ms: Sequence[Measurement], N: float, new_em: Callable[[Se
     rng = as_generator(seed)
     curves = []
     for _ in range(n_boot):
-        ys = simulated_release(pilot.model, ms, N, rng)
+        ys = simulated_release(pilot.model, ms, N, rng, pilot.calibration)
         start = pilot.refit(ys, start_l2, None)
         curve = [pilot.score(start)]
 

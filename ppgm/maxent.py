@@ -634,19 +634,17 @@ def _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_sh
     from . import maxent_rule
 
     rng = as_generator(seed)
-    fit = functools.partial(fit_maxent, domain=domain, n=n, **{k: v for k, v in settings.items() if k != "average"})
+    fit = functools.partial(fit_maxent, domain=domain, n=n, **settings)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # the pilot is a starting point, tested below
-        pilot = fit(tables, l2_theta=maxent_rule.PILOT_L2, n_chains=n_chains, max_iter=max(int(max_iter) // 2, 1), seed=rng, model=model,
-                    state=state, n_shards=n_shards, executor=executor, callback=callback, average=settings["average"], **show)
-    n_obs = _Observed.of(pilot.model.layout, tables, n).n
-    choice = maxent_rule.release_l2_theta(tables, pilot, n_obs, functools.partial(fit, average=settings["average"], progress=False),
-                                          seed=rng)
+        pilot = fit(tables, l2_theta=maxent_rule.PILOT_L2, n_chains=n_chains, max_iter=max(int(max_iter) // 2, 1), seed=rng,
+                    model=model, state=state, n_shards=n_shards, executor=executor, callback=callback, **show)
+    choice = maxent_rule.release_l2_theta(tables, pilot, _record_count(tables, n), functools.partial(fit, progress=False), seed=rng)
     steps = max(int(max_iter) - int(max_iter) // 2, 1)
     # the averaging window stays the last ``average`` of all max_iter steps, all of it in the final fit
     window = min(settings["average"] * int(max_iter) / steps, 0.9)
     final = fit(tables, l2_theta=choice.value, max_iter=steps, model=pilot.model, state=pilot.state, executor=executor,
-                callback=callback, **{**settings, "average": window}, **show)
+                callback=callback, average=window, **show)
     history = {k: list(v) for k, v in pilot.history.items()}
     for k, v in final.history.items():
         history.setdefault(k, []).extend(v)
@@ -703,25 +701,33 @@ class _Observed:
     c: np.ndarray
     n: float
     C: float
-    pieces: np.ndarray
-    noisy: bool
-    groups: list
+    groups: list  # the noisy tables' slots, by noise law (empty for exact tables)
+
+    @property
+    def noisy(self) -> bool:
+        return bool(self.groups)
 
     @classmethod
     def of(cls, layout: MaxEntLayout, tables: list, n: float | None) -> "_Observed":
         T = len(tables)
-        if n is None:
-            known = [t.n for t in tables if t.n is not None]
-            singles = [t.values.sum() for t in tables if len(t.variables) == 1] or [t.values.sum() for t in tables]
-            n = float(known[0]) if known else float(np.mean(singles))
-        if not n > 0:
-            raise ValueError(f"n: expected a positive record count, got {n!r}")
+        n = _record_count(tables, n)
         d_obs, c_obs = layout.stack(tables, "values"), layout.stack(tables, "label_sums")
         pieces = np.cumsum([0] + [t.values.size for t in tables])
         single_rows = np.concatenate([np.arange(pieces[i], pieces[i + 1]) for i, t in enumerate(tables) if len(t.variables) == 1] or [np.zeros(0, np.int64)])
         n_single = sum(1 for t in tables if len(t.variables) == 1)
         C_obs = float(c_obs[single_rows].sum() / n_single) if n_single else float(c_obs.sum() / T)
-        return cls(tables, d_obs, c_obs, n, C_obs, pieces, any(t.noise != "none" for t in tables), _noise_groups(tables, pieces))
+        return cls(tables, d_obs, c_obs, n, C_obs, _noise_groups(tables, pieces))
+
+
+def _record_count(tables: list, n: float | None) -> float:
+    """N: given, else the tables' released count, else the mean total of the single-feature tables."""
+    if n is None:
+        known = [t.n for t in tables if t.n is not None]
+        singles = [t.values.sum() for t in tables if len(t.variables) == 1] or [t.values.sum() for t in tables]
+        n = float(known[0]) if known else float(np.mean(singles))
+    if not n > 0:
+        raise ValueError(f"n: expected a positive record count, got {n!r}")
+    return n
 
 
 @dataclass
@@ -760,14 +766,10 @@ class _Update:
             g_th = c_hat - c_t + 2 * self.l2_theta * model.theta
             h_th = c_hat  # the joint model's curvature: theta_k also moves records into cell k
         if self.precondition:
-            # the noisy cells' curvature is the exact one times the observation's share w (Fisher scoring of
-            # the Gaussian approximation): without it a step is w times too short, and PCD on noisy tables
-            # crawls (Adult at epsilon 1: 300 steps reached 0.234 test NLLH, 2,000 steps 0.265; with it,
-            # settled at 0.28 by 400 steps)
-            # The penalty's curvature is divided by T + 1: the step size's 1 / (T + 1) shares the data's
-            # curvature among the T tables that every record sits in, but each parameter has its own
-            # penalty, so without it a step shrinks a penalty-dominated parameter by 1 / (T + 1) of
-            # a Newton step (a penalty of 300 on Adult's noisy tables took 500 steps to settle; 100 now).
+            # A noisy cell's curvature is the exact one times its share w of the observation (Fisher scoring
+            # of the Gaussian approximation; without it a step is w times too short). The penalty's is divided
+            # by T + 1 like the data's: the step's 1 / (T + 1) shares the data's curvature among the T tables
+            # each record sits in, not the penalty, which every parameter has alone. docs/regularisation.md
             dir_mu = g_mu / (w_d * np.maximum(d_hat, scale) + 2 * self.l2_mu / (T + 1))
             dir_th = g_th / (w_c * np.maximum(h_th, scale) + 2 * self.l2_theta / (T + 1))
         else:

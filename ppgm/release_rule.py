@@ -7,8 +7,8 @@ noised. So we simulate releases like the real one from a fit of it (the *pilot*)
 candidate settings and keep the setting that recovers the pilot best:
 
 1. pilot: a lightly regularised fit of the release (the paper's naive MLE, L2 weight 1 / N);
-2. ``n_boot`` times: draw N records from the pilot (exact sampling), tabulate the released cliques
-   (pooled tables summed as released), add noise of the same law and scale;
+2. ``n_boot`` times: draw the tables of N records from the pilot (exact, without the records), tabulate
+   the released cliques (pooled tables summed as released), add noise of the same law and scale;
 3. refit each simulated release at every candidate and score it by KL(pilot || refit);
 4. keep the candidate with the smallest mean score, or the most regularised one whose paired score
    differences from it are within one standard error (under-regularising costs more than
@@ -27,14 +27,14 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import checks
+from .factor import Factor
+from .junction_tree import Calibration, JunctionTree
 from .markov import MarkovNetwork
 from .measurement import Measurement
 from .metrics import kl_divergence
 from .mle import MarginalOracle
 from .noise import add_noise
 from .rng import as_generator
-from .factor import Factor
-from .junction_tree import JunctionTree
 from .sampling import sample_clique_tables
 
 N_BOOT = 3  # simulated releases per choice (tuning families: 2 left the choice noisy at low noise)
@@ -76,7 +76,8 @@ class Choice:
                 "reason": self.reason}
 
 
-def simulated_release(model: MarkovNetwork, ms: Sequence[Measurement], N: float, rng: np.random.Generator) -> list[Measurement]:
+def simulated_release(model: MarkovNetwork, ms: Sequence[Measurement], N: float, rng: np.random.Generator,
+                      calibration: Calibration | None = None) -> list[Measurement]:
     """A release like ``ms`` drawn from ``model``: the tables of N records (drawn as tables,
     :func:`ppgm.sampling.sample_clique_tables`), each measured clique tabulated (a pooled table as the
     sum of its members'), and noise of each table's law and scale added (seeded: a simulation, never a
@@ -89,6 +90,8 @@ def simulated_release(model: MarkovNetwork, ms: Sequence[Measurement], N: float,
     N : float
         Records to draw (rounded).
     rng : numpy.random.Generator
+    calibration : Calibration, optional
+        ``model``'s calibration on its junction tree, when several releases are drawn from it.
 
     Returns
     -------
@@ -104,8 +107,9 @@ def simulated_release(model: MarkovNetwork, ms: Sequence[Measurement], N: float,
     (6, 'laplace', 2.0)
     """
     cliques = [c for m in ms for c in m.cliques]
-    tree = JunctionTree.build(model.domain, model.scopes)
-    drawn = sample_clique_tables(model, int(round(N)), seed=rng, calibration=tree.calibrate(model))
+    cal = calibration if calibration is not None else JunctionTree.build(model.domain, model.scopes).calibrate(model)
+    tree = cal.tree
+    drawn = sample_clique_tables(model, int(round(N)), seed=rng, calibration=cal)
     counts = [Factor(tree.cliques[h], drawn[h]).sum_to(c) for h, c in ((tree.home(c), c) for c in cliques)]
     out, k = [], 0
     for m in ms:
@@ -245,7 +249,9 @@ def choose_l2(
     rng = as_generator(seed)
     lower = 1.0 / N if lower is None else lower
     score = score or (lambda q: kl_divergence(pilot, q))
-    simulate = simulate or (lambda r: simulated_release(pilot, ms, N, r))
+    if simulate is None:  # the pilot calibrated once for all its releases
+        cal = JunctionTree.build(pilot.domain, pilot.scopes).calibrate(pilot)
+        simulate = lambda r: simulated_release(pilot, ms, N, r, cal)  # noqa: E731
     releases = [simulate(rng) for _ in range(n_boot)]
     last: list = [None] * n_boot
     cands: list = []

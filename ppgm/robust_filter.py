@@ -16,23 +16,14 @@ and bincounts over those rows (``ppgm.executor`` blocks: in memory or on Dask, s
 
 Modes
 -----
-``"calibrated"`` (default): compare the top eigenvalue with what clean data of the same size from
-the currently fitted network shows (a parametric bootstrap, rescaled by sqrt(n_null / N)), and stop
-when it is within that range. Otherwise score the records along the eigenvector and compare the
-tail of the scores with the tail of the bootstrap records' scores along the same direction. Remove
-the records beyond the cut with the largest excess of extreme scores among the clear cuts (where
-at least nine in ten of the records beyond are in excess), refit and repeat; stop when no clear
-excess is left (4 standard deviations of a count, and at least 0.1% of N). Corruption bends the
-fitted network, so its bootstrap can be narrower than the clean records (the cut must be clear), or
-can make a large point mass look ordinary (an eigenvalue ten times its range with no clear cut refits
-the null without the epsilon N highest scores). ``epsilon`` is only an upper bound on what may be
-removed: past it, a round takes no more than the records beyond anything the bootstrap shows and 90%
-of what is left, then looks again. Clean data loses nothing, or almost nothing.
-``"paper"``: Algorithm 1 on whitened coordinates with the paper's constants; the whitening is the
-balance constant computed per parent configuration (the paper's global alpha made its bound inert
-on real networks).
-``"single_pass"`` / ``"iterative"``: the authors' practice, unwhitened, removing exactly
-``ceil(epsilon N)`` records in one or several passes (a quota, whatever the data look like).
+``"calibrated"`` (default): compare the top eigenvalue with what clean data of the same size from the
+currently fitted network shows (a parametric bootstrap), and stop within that range; otherwise remove
+the records beyond the clearest cut where their scores along the eigenvector exceed the bootstrap's,
+refit and repeat. ``epsilon`` only bounds what may be removed; clean data loses nothing, or almost
+nothing (what makes a cut clear, and how corruption that bends the fit is caught: the constants below
+and the calibrated mode's methods). ``"paper"``: Algorithm 1 with the paper's constants on
+coordinates whitened per parent configuration. ``"single_pass"`` / ``"iterative"``: the authors'
+practice, removing exactly ``ceil(epsilon N)`` records in one or several passes.
 """
 
 from __future__ import annotations
@@ -682,6 +673,8 @@ class _Run:
         return edges, data_tail, expected, excess, i
 
     def _significant(self, edges, data_tail, expected, excess, i) -> bool:
+        """A cut is worth a round when its excess over clean data is beyond 4 standard deviations of a
+        count and at least ``MIN_EXCESS`` of N."""
         return i >= 0 and excess[i] > max(4.0 * math.sqrt(expected[i] + 1.0), MIN_EXCESS * self.N)
 
     def _paper(self, blocks, op, lam, entry) -> tuple[Blocks, dict]:

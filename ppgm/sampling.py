@@ -34,6 +34,21 @@ def draw_rows(probs: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> 
     return np.clip(pos - rows * K, 0, K - 1)
 
 
+def _calibrated(model: MarkovNetwork, calibration: Calibration | None) -> Calibration:
+    return calibration if calibration is not None else JunctionTree.build(model.domain, model.scopes).calibrate(model)
+
+
+def _given_separator(cal: Calibration, i: int) -> tuple:
+    """Clique ``i``'s separator, its other variables, the axis order (separator first) and its joint
+    table laid out as (separator cells, other cells): what drawing the clique given its parent needs."""
+    t, dom = cal.tree, cal.tree.domain
+    clique, sep = t.cliques[i], t.separators[i]
+    rest = tuple(v for v in clique if v not in sep)
+    perm = [clique.index(v) for v in sep + rest]
+    p = np.exp(np.transpose(cal.log_beliefs[i], perm)).reshape(dom.size(sep), dom.size(rest))
+    return sep, rest, perm, p
+
+
 def sample_markov(
     model: MarkovNetwork,
     n: int,
@@ -65,16 +80,13 @@ def sample_markov(
     """
     n = _check_n(n, len(model.domain))
     rng = as_generator(seed)
-    cal = calibration if calibration is not None else JunctionTree.build(model.domain, model.scopes).calibrate(model)
+    cal = _calibrated(model, calibration)
     t, dom = cal.tree, model.domain
     out = np.zeros((n, len(dom)), dtype=np.int64)
     for i in t.order:
-        clique, sep = t.cliques[i], t.separators[i]
-        rest = tuple(v for v in clique if v not in sep)
+        sep, rest, _, p = _given_separator(cal, i)
         if not rest:
             continue
-        perm = [clique.index(v) for v in sep + rest]
-        p = np.exp(np.transpose(cal.log_beliefs[i], perm)).reshape(dom.size(sep), dom.size(rest))
         rows = cell_index(out, dom.indices(sep), dom.shape(sep))
         flat = draw_rows(p, rows, rng)
         out[:, dom.indices(rest)] = np.stack(np.unravel_index(flat, dom.shape(rest)), axis=1)
@@ -111,14 +123,11 @@ def sample_clique_tables(model: MarkovNetwork, n: int, seed=None, calibration: C
     """
     n = _check_n(n)
     rng = as_generator(seed)
-    cal = calibration if calibration is not None else JunctionTree.build(model.domain, model.scopes).calibrate(model)
+    cal = _calibrated(model, calibration)
     t, dom = cal.tree, model.domain
     out: list = [None] * len(t.cliques)
     for i in t.order:
-        clique, sep = t.cliques[i], t.separators[i]
-        rest = tuple(v for v in clique if v not in sep)
-        perm = [clique.index(v) for v in sep + rest]
-        p = np.exp(np.transpose(cal.log_beliefs[i], perm)).reshape(dom.size(sep), dom.size(rest))
+        sep, rest, perm, p = _given_separator(cal, i)
         if t.parent[i] < 0:
             at_sep = np.array([n])
         else:  # the separator's counts, read off the parent's table
