@@ -19,13 +19,21 @@ PATH = Path(__file__).with_name("fixtures") / "refactor_outputs.npz"
 
 
 def environment() -> str:
-    """What decides the last bits of a float result: library versions, BLAS build and processor."""
+    """What decides the last bits of a float result: library versions, BLAS build, and the processor's
+    vector extensions and the BLAS kernel chosen for them (an AVX-512 and an AVX2 machine with the same
+    wheels differ in the last bits)."""
     import platform
 
     import scipy
+    from threadpoolctl import threadpool_info
 
-    blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-    return f"numpy {np.__version__}; scipy {scipy.__version__}; {blas.get('name')} {blas.get('version')}; {platform.machine()}"
+    config = np.show_config(mode="dicts")
+    blas = config["Build Dependencies"]["blas"]
+    simd = ",".join(config.get("SIMD Extensions", {}).get("found", []))
+    np.dot(np.ones((2, 2)), np.ones((2, 2)))  # loads the BLAS, so that its kernel is reported
+    kernel = ",".join(sorted({str(i.get("architecture")) for i in threadpool_info() if i.get("user_api") == "blas"}))
+    return (f"numpy {np.__version__}; scipy {scipy.__version__}; {blas.get('name')} {blas.get('version')}; "
+            f"{platform.machine()}; simd {simd}; kernel {kernel}")
 
 
 def compute() -> dict:
