@@ -12,7 +12,7 @@ Rows: naive MLE at the paper's 1 / N, at the noise-calibrated weight, at the rel
 previous CGM-EM default (calibrated start, EM to rtol 1e-4 or 30 iterations). KL(true || learned) in
 nats, mean over report seeds; time of the default naive fit and of CGM-EM (median).
 
-Seeds. The rule's design (pilot 1 / N, floor 1 / N, one-standard-error choice, 3 simulated releases)
+Seeds. The rule's design (pilot 1 / N, floor 1 / N, parabola through the best three, 3 simulated releases)
 was looked at on models drawn with model seed 7 and release seeds 0-1; the table uses model seed 2017
 and release seeds 100-101.
 

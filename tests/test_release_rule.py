@@ -79,6 +79,31 @@ def test_a_uniform_pilot_leaves_the_rule_undecided_and_it_says_so():
     assert ch.scores.shape == (3, len(ch.candidates))
 
 
+def test_the_choice_is_the_parabolas_minimum_and_one_se_jumps_to_more_regularisation():
+    # a score exactly quadratic in log weight (minimum at 3e-3), plus a per-release offset and a small
+    # per-release tilt: the parabola through the best three candidates recovers the minimum in closed
+    # form; the one-standard-error rule instead takes the next larger candidate, whose paired excess
+    # (0.26 nats) is within the tilt's standard error
+    centre = np.log(3e-3)
+    tilt = np.array([-1.0, 0.0, 1.0])
+
+    def quadratic(b, l2):
+        return 1.0 + b + 0.1 * (np.log(l2) - centre) ** 2 + 0.5 * tilt[b] * (np.log(l2) - centre)
+
+    calls = iter(range(10**6))
+    sim = lambda rng: next(calls) % 3  # noqa: E731  (the "release" is its index)
+    refit = lambda b, l2, init: (b, l2)  # noqa: E731  (the "fit" remembers its release and weight)
+    score = lambda fit: quadratic(*fit)  # noqa: E731
+    plain = choose_l2([], 1000.0, refit, None, upper=0.1, simulate=sim, score=score)
+    assert plain.decided and plain.reason.startswith("parabola")
+    assert plain.value == pytest.approx(3e-3, rel=1e-9)  # the tilts cancel in the mean: exact
+    calls = iter(range(10**6))
+    jumped = choose_l2([], 1000.0, refit, None, upper=0.1, simulate=sim, score=score, one_se=True)
+    assert jumped.value > plain.value * 2 and jumped.value in jumped.candidates
+    with pytest.raises(TypeError, match="one_se"):
+        choose_l2([], 1000.0, refit, None, upper=0.1, simulate=sim, score=score, one_se="no")
+
+
 def test_cgm_em_iterations_chosen_from_the_release():
     truth = pairwise_dirichlet([(0, 1), (1, 2), (2, 3), (0, 3)], 4, 3, alpha=2.0, seed=5)
     N = 20_000
