@@ -21,6 +21,7 @@ from .examples import adult_schema, dirichlet_chain_network, load_adult, load_bi
 from .metrics import kl_divergence, total_variation
 from .private import BoundedTables, CGMEstimator, NaiveMLEEstimator, NoisyFactor, NoisyTables, bounded_tables, release_tables
 from .robust import RobustFilter
+from .missing import MarkovNetworkEstimator, MissingValuesEM
 from .mer import MERFit, ini, mer
 from .aggregated import Aggregates, FeatureEncoder, MaxEntClassifier, aggregate
 from .dask_backend import dask_executor, filter_dask
@@ -51,6 +52,8 @@ __all__ = [
     "bounded_tables",
     "BoundedTables",
     "RobustFilter",
+    "MissingValuesEM",
+    "MarkovNetworkEstimator",
     "MERFit",
     "Aggregates",
     "FeatureEncoder",

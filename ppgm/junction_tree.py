@@ -486,9 +486,61 @@ class JunctionTree:
         of the tree sends its message in the same few array operations (a gather of its cells grouped by
         separator cell, a log-sum-exp over each group shifted by the group's own maximum), so the cost is a
         handful of numpy calls per level, not per clique."""
+        logs, probs, lz = self._log_schedule(np.array(psi, dtype=float, copy=True))
+        cal = Calibration(self, float(lz))
+        cal._cache["flat_logs"] = logs  # the per-clique tables are views of these, made on first use
+        cal._cache["flat"] = probs
+        return cal
+
+    def calibrate_columns(self, psi: np.ndarray, copy: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Calibrate many models on this tree at once: one per column of ``psi`` (flat log-potentials as
+        :meth:`calibrate_flat`'s, ``(cells, B)``), typically one model under B evidence sets (-inf on the
+        cells evidence rules out). The same batched log schedule, each operation over all B columns.
+
+        Parameters
+        ----------
+        psi : numpy.ndarray
+            ``(cells, B)`` log-potentials, finite or -inf.
+        copy : bool
+            False lets the schedule work in ``psi`` itself (a float64 array the caller gives up).
+
+        Returns
+        -------
+        log_z : numpy.ndarray
+            ``(B,)``: each column's log partition function (-inf where a column rules out everything).
+        beliefs : numpy.ndarray
+            ``(cells, B)``: each column's clique marginals, flat (NaN in a column whose log Z is -inf).
+
+        Raises
+        ------
+        ValueError
+            Another shape, or NaN / +inf potentials.
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B"), (2, 2))
+        >>> jt = JunctionTree.build(d, [("A", "B")])
+        >>> psi = np.log(np.array([[1.0, 2.0, 3.0, 4.0]]).T * [1.0, 1.0])   # two copies of one model
+        >>> psi[2:, 1] = -np.inf                                              # the second observes A = 0
+        >>> lz, b = jt.calibrate_columns(psi)
+        >>> np.round(np.exp(lz), 6).tolist(), np.round(b[:, 1], 4).tolist()
+        ([10.0, 3.0], [0.3333, 0.6667, 0.0, 0.0])
+        """
+        cells = int(self._plan()["sizes"].sum())
+        psi = np.array(psi, dtype=float, copy=True) if copy or np.asarray(psi).dtype != float else psi
+        if psi.ndim != 2 or psi.shape[0] != cells:
+            raise ValueError(f"psi: expected shape ({cells}, B), one column of flat clique cells per model, got {psi.shape}")
+        if np.isnan(psi).any() or (psi == np.inf).any():
+            raise ValueError("psi: log-potentials must be finite or -inf")
+        _, probs, lz = self._log_schedule(psi, strict=False)
+        return lz, probs
+
+    def _log_schedule(self, inward: np.ndarray, strict: bool = True) -> tuple:
+        """The batched log schedule, in place on flat log-potentials ``(cells,)`` or ``(cells, B)``:
+        returns the log beliefs, the beliefs and the root's log Z (a scalar or one per column). With
+        ``strict`` a model that rules out every configuration is an error; otherwise its log Z is -inf."""
         lv = self._levels()
         plan = self._plan()
-        inward = np.array(psi, dtype=float, copy=True)
         up: list = [None] * len(lv.levels)
         with np.errstate(divide="ignore", invalid="ignore"):
             for k in range(len(lv.levels) - 1, -1, -1):  # deepest level first: messages to the parents
@@ -501,20 +553,20 @@ class JunctionTree:
                 down[np.isnan(down)] = -np.inf
                 inward[L.child_cells] += down[L.child_sep]
             starts, sizes = plan["starts"], plan["sizes"]
-            tops = np.maximum.reduceat(inward, starts)
-            if not np.isfinite(tops[self.order[0]]):
+            tops = np.maximum.reduceat(inward, starts, axis=0)
+            if strict and not np.all(np.isfinite(tops[self.order[0]])):
                 raise ValueError("the model assigns zero probability to every configuration (log Z = -inf)")
             tops = _safe_top(tops)
-            inward -= np.repeat(tops, sizes)
+            inward -= np.repeat(tops, sizes, axis=0)
             probs = np.exp(inward)
-            mass = np.add.reduceat(probs, starts)
-            probs /= np.repeat(mass, sizes)
+            mass = np.add.reduceat(probs, starts, axis=0)
+            probs /= np.repeat(mass, sizes, axis=0)
             lz = np.log(mass) + tops
-            inward -= np.repeat(np.log(mass), sizes)
-        cal = Calibration(self, float(lz[self.order[0]]))
-        cal._cache["flat_logs"] = inward  # the per-clique tables are views of these, made on first use
-        cal._cache["flat"] = probs
-        return cal
+            inward -= np.repeat(np.log(mass), sizes, axis=0)
+        root = lz[self.order[0]]
+        if not strict:
+            root = np.where(np.isfinite(root) & (tops[self.order[0]] > _LOWEST), root, -np.inf)
+        return inward, probs, root
 
     def _calibrate_scaled(self, scaled: Sequence[np.ndarray], tops: Sequence[float]) -> "Calibration":
         """The same schedule on ``scaled`` = exp(psi - max psi), one per clique, with a log-scale per

@@ -76,7 +76,7 @@ class MarkovNetwork:
         return out
 
     def joint_log_table(self, max_cells: int = 2**24) -> np.ndarray:
-        """The full joint log-probability table, normalised (for tests on small networks).
+        """The full joint table of unnormalised log-probabilities (its log-sum-exp is log Z; for tests on small networks).
 
         Parameters
         ----------

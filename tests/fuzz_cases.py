@@ -104,6 +104,20 @@ def entries() -> list[Entry]:
         bn.fit(data, estimator=est)
         return bn
 
+    def missing_em_fit(data, pseudo_count=1.0, max_iter=5, tol=1e-8, seed=0, state_names=None):
+        bn = DiscreteBayesianNetwork(w["asia"].edges())
+        est = pa.MissingValuesEM(pseudo_count=pseudo_count, max_iter=max_iter, tol=tol, seed=seed, progress=False,
+                                 state_names=state_names)
+        bn.fit(data, estimator=est)
+        return bn
+
+    def markov_estimate(data, l2=0.0, pseudo_count=1.0, max_iter=5, tol=1e-8, seed=0, state_names=None):
+        return pa.MarkovNetworkEstimator(w["chain"]).estimate(data, l2=l2, pseudo_count=pseudo_count, max_iter=max_iter, tol=tol,
+                                                              seed=seed, progress=False, state_names=state_names)
+
+    def markov_from_tables(tables, l2=0.0, pseudo_count=1.0):
+        return pa.MarkovNetworkEstimator(w["chain"]).estimate_from_tables(tables, l2=l2, pseudo_count=pseudo_count)
+
     def maxent_fit(X, n_chains=200, max_iter=5, l2_mu=1.0, l2_theta=30.0, step_mu=None, step_theta=None, average=0.3,
                    n_shards=1, seed=0):
         return pa.MaxEntClassifier(n_chains=n_chains, max_iter=max_iter, l2_mu=l2_mu, l2_theta=l2_theta, step_mu=step_mu,
@@ -191,6 +205,19 @@ def entries() -> list[Entry]:
         Entry("RobustFilter + bn.fit", robust_fit, lambda: dict(data=w["df_asia"]),
               {"data": frames_asia, "epsilon": BAD_POSITIVE + [0.5, 0.7], "mode": ["fast", None, 1], "max_rounds": BAD_COUNT,
                "rounds": BAD_COUNT, "seed": BAD_SEED, "encoding": ["ascii", None], "state_names": [{"smoke": []}, {"smoke": "ab"}, ["smoke"]]}),
+        Entry("MissingValuesEM + bn.fit", missing_em_fit, lambda: dict(data=w["df_asia"]),  # holes are its input
+              {"data": _frames(w["df_asia"], "smoke", dropped=False, missing=False) + [w["df_asia"].assign(zz=1)],
+               "pseudo_count": [-1.0, NAN, INF, "1"], "max_iter": BAD_COUNT, "tol": BAD_POSITIVE, "seed": BAD_SEED,
+               "state_names": [{"smoke": []}, {"smoke": "ab"}, ["smoke"], {"smoke": ["no"]}]}),
+        Entry("MarkovNetworkEstimator.estimate", markov_estimate, lambda: dict(data=w["df_chain"]),
+              {"data": _frames(w["df_chain"], "X1", dropped=False, missing=False) + [w["df_chain"].assign(zz=1)],
+               "l2": [-1.0, NAN, INF, "1"], "pseudo_count": [-1.0, NAN, INF, "1"], "max_iter": BAD_COUNT, "tol": BAD_POSITIVE,
+               "seed": BAD_SEED, "state_names": [{"X1": []}, {"X1": "ab"}, ["X1"], {"X1": [0]}]}),
+        Entry("MarkovNetworkEstimator.estimate_from_tables", markov_from_tables,
+              lambda: dict(tables=pa.contingency_tables(w["df_chain"], [tuple(f.variables) for f in w["chain"].get_factors()])),
+              {"tables": [None, "tables", [], [np.ones((3, 3))],
+                          pa.contingency_tables(w["df_chain"], [tuple(f.variables) for f in w["chain"].get_factors()])[:1]],
+               "l2": [-1.0, NAN, INF, "1"], "pseudo_count": [-1.0, NAN, INF, "1"]}),
         Entry("filter_dask", filter_dask, lambda: dict(records=dask_records()),
               {"records": [None, "codes", np.zeros((3, 8), dtype=int)], "epsilon": BAD_POSITIVE, "rounds": BAD_COUNT,
                "mode": ["fast", None]}),

@@ -15,10 +15,15 @@ def test_demo_report_has_every_step_and_small_errors(tmp_path):
     run_demo(seed=1, progress=False, out=lines.append, plots=tmp_path / "figs")
     text = "\n".join(lines)
     for title in ("Exact inference", "Sampling, KL", "Loopy belief propagation", "Robust CPTs", "differentially private",
-                  "inconsistent sample sets", "aggregated tables only"):
+                  "inconsistent sample sets", "aggregated tables only", "missing cells"):
         assert title in text
     pngs = sorted(p.name for p in (tmp_path / "figs").glob("*.png"))
-    assert pngs == ["inference_error.png", "maxent_training_curve.png", "mer_graph.png", "private_tables_kl.png", "robust_filter_tv.png"]
+    assert pngs == ["inference_error.png", "maxent_training_curve.png", "mer_graph.png", "missing_values_kl.png", "private_tables_kl.png",
+                    "robust_filter_tv.png"]
+    miss_line = next(l for l in lines if "complete-case" in l and "MissingValuesEM" in l)
+    cc_kl = float(miss_line.split("complete-case ")[1].split(",")[0])
+    em_kl = float(miss_line.split("MissingValuesEM ")[1].split(" ")[0])
+    assert em_kl < cc_kl / 5 and "converged True" in miss_line
     graph_line = next(l for l in lines if l.strip().startswith("graph:"))
     assert "recall 1.00" in graph_line
     nllh_line = next(l for l in lines if "test NLLH: MaxEnt" in l)

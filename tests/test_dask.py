@@ -167,3 +167,34 @@ def test_lost_blocks_with_lineage_are_recomputed_or_named(client):
         assert [g.tolist() for g in got] == [[0, 1, 2], [0, 1, 2, 3]]
     except BlockLost as err:
         assert "test blocks: a block was lost" in str(err)
+
+
+def test_missing_value_em_on_partitions_matches_the_in_memory_fit(client):
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    from ppgm.adapters import MarkovNetworkEstimator, MissingValuesEM, dirichlet_chain_network, kl_divergence, sample
+
+    asia = load_bif_example("asia")
+    df = sample(asia, 8000, seed=5)
+    rng = np.random.default_rng(6)
+    for c in df.columns:
+        df.loc[rng.random(len(df)) < 0.15, c] = None
+    ddf = dd.from_pandas(df, npartitions=4)
+    local, remote = DiscreteBayesianNetwork(asia.edges()), DiscreteBayesianNetwork(asia.edges())
+    a, b = MissingValuesEM(progress=False), MissingValuesEM(progress=False)
+    local.fit(df, estimator=a)
+    remote.fit(ddf, estimator=b)  # the partitions stay on the workers; each E-step is a reduction over them
+    assert len(a.history_) == len(b.history_)
+    assert a.log_likelihood_ == pytest.approx(b.log_likelihood_, rel=1e-9)
+    assert kl_divergence(local, remote) < 1e-9
+    chain = dirichlet_chain_network(5, 2, seed=0)
+    cdf = sample(chain, 4000, seed=1)
+    cdf.loc[::7, "X2"] = None
+    m_local = MarkovNetworkEstimator(chain).estimate(cdf, progress=False)
+    import dask
+
+    with dask.config.set({"dataframe.convert-string": False}):  # keep the integer states as they are
+        cpart = dd.from_pandas(cdf, npartitions=3)
+    m_remote = MarkovNetworkEstimator(chain).estimate(cpart, progress=False)
+    assert kl_divergence(m_local, m_remote) < 1e-9
+

@@ -85,6 +85,12 @@ def _doors() -> list:
          lambda **f: pa.MaxEntClassifier(n_chains=20, max_iter=2, **f).fit(w["agg"])),
         ("RobustFilter", pa.RobustFilter,
          lambda **f: DiscreteBayesianNetwork(w["asia"].edges()).fit(w["df_asia"], estimator=pa.RobustFilter(epsilon=0.1, **f))),
+        ("em_bayesian", ppgm.em_bayesian, lambda **f: ppgm.em_bayesian(bn.domain, bn.parents, w["records"], max_iter=2, **f)),
+        ("em_markov", ppgm.em_markov, lambda **f: ppgm.em_markov(t.domain, t.scopes, ppgm.sample(t, 200, seed=0), max_iter=2, **f)),
+        ("MissingValuesEM", pa.MissingValuesEM,
+         lambda **f: DiscreteBayesianNetwork(w["asia"].edges()).fit(w["df_asia"], estimator=pa.MissingValuesEM(max_iter=2, **f))),
+        ("MarkovNetworkEstimator.estimate", pa.MarkovNetworkEstimator.estimate,
+         lambda **f: pa.MarkovNetworkEstimator(w["chain"]).estimate(w["df_chain"], **f)),
     ]
 
 

@@ -1,0 +1,214 @@
+"""Records with missing values and Markov networks from records (issue #33), against pgmpy.
+
+Sections (each row: KL(true || learned) in nats, exact, and wall time in seconds):
+  bn      ALARM (37 nodes), N records sampled from the network, a fraction of the cells removed
+          completely at random (MCAR) or by a MAR rule (the first five nodes in topological order are
+          always seen; every other cell goes missing 1.6x as often when the row's first node is in its
+          first state, 0.4x otherwise, scaled to the stated rate). Complete-case: pgmpy's
+          DiscreteBayesianEstimator (Dirichlet pseudo-count 1 per cell, the same prior as ppgm's EM) on
+          the rows with no missing cell, which is also what pgmpy's DiscreteEM reduces to here (it drops
+          every row with a missing cell in an observed column); ppgm: MissingValuesEM (pseudo-count 1).
+  latent  A latent-variable case both EMs run: Asia with the node "either" never observed, N = 10,000:
+          pgmpy's DiscreteEM (its defaults, 100 iterations at most; maximum-likelihood M-step) against
+          MissingValuesEM with pseudo_count=0 (the same objective; each from its own seeded start); KL
+          over the seven observed nodes' joint (label switching of the latent does not count), by
+          enumeration.
+  mn      Markov networks from complete records: the CGM paper's third-order chain (8 x 6 states) and a
+          4 x 4 grid of 3-state variables, N = 100,000: ppgm's MarkovNetworkEstimator (maximum likelihood,
+          pseudo-count 1 record) against pgmpy's MirrorDescentEstimator on the same cliques at 100 (its
+          default), 1,000 and 5,000 iterations (it has no stopping rule of its own).
+
+  python benchmarks/bench_missing.py [--quick] [--sections bn latent mn]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _results import machine, write_section  # noqa: E402
+
+warnings.filterwarnings("ignore")
+
+import ppgm.adapters as pa  # noqa: E402
+from pgmpy.models import DiscreteBayesianNetwork, DiscreteMarkovNetwork  # noqa: E402
+from pgmpy.factors.discrete import DiscreteFactor  # noqa: E402
+from pgmpy.parameter_estimator import DiscreteBayesianEstimator, DiscreteEM  # noqa: E402
+from ppgm.adapters import MarkovNetworkEstimator, MissingValuesEM, load_bif_example  # noqa: E402
+
+SEED = 2026
+
+
+def with_holes(df: pd.DataFrame, rate: float, rule: str, order: list, rng) -> pd.DataFrame:
+    out = df.copy()
+    if rule == "MCAR":
+        for c in out.columns:
+            out.loc[rng.random(len(out)) < rate, c] = None
+        return out
+    driver = df[order[0]] == sorted(df[order[0]].unique())[0]
+    share = float(driver.mean())
+    lo = rate / (1.6 * share + 0.4 * (1 - share))  # the average over rows is `rate`
+    p = np.where(driver, 1.6 * lo, 0.4 * lo)
+    for c in order[5:]:
+        out.loc[rng.random(len(out)) < p, c] = None
+    return out
+
+
+def bn_section(quick: bool) -> list[str]:
+    alarm = load_bif_example("alarm")
+    edges = list(alarm.edges())
+    states = {c.variable: list(c.state_names[c.variable]) for c in alarm.get_cpds()}
+    order = list(pa.bayes_from_pgmpy(alarm).order)
+    Ns = [10_000] if quick else [10_000, 100_000]
+    rates = [0.1, 0.3] if quick else [0.1, 0.3, 0.5]
+    lines = ["ALARM with missing cells (complete-case: pgmpy's DiscreteBayesianEstimator on the complete rows).", "",
+             "| N | missing | rule | complete rows | complete-case KL | ppgm EM KL | EM iterations | complete-case s | ppgm EM s |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for N, rate, rule in itertools.product(Ns, rates, ["MCAR", "MAR"]):
+        rng = np.random.default_rng([SEED, N, int(rate * 100), rule == "MAR"])
+        df = pa.sample(alarm, N, seed=rng)
+        holey = with_holes(df, rate, rule, order, rng)
+        t0 = time.perf_counter()
+        rows = holey.dropna()
+        if len(rows):
+            cc = DiscreteBayesianNetwork(edges)
+            cc.fit(rows, estimator=DiscreteBayesianEstimator(prior_type="dirichlet", pseudo_counts=1, state_names=states))
+            kl_cc = f"{pa.kl_divergence(alarm, cc):.4g}"
+        else:
+            kl_cc = "no complete row"
+        t_cc = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        em = DiscreteBayesianNetwork(edges)
+        est = MissingValuesEM(progress=False, state_names=states)
+        em.fit(holey, estimator=est)
+        t_em = time.perf_counter() - t0
+        row = (f"| {N:,} | {rate:.0%} | {rule} | {len(rows):,} | {kl_cc} | {pa.kl_divergence(alarm, em):.4g} | "
+               f"{len(est.history_)}{'' if est.converged_ else ' (not converged)'} | {t_cc:.2f} | {t_em:.1f} |")
+        print(row, flush=True)
+        lines.append(row)
+    return lines
+
+
+def observed_kl(truth, model, hidden: str) -> float:
+    """KL between the two networks' joints over every node but ``hidden``, by enumeration (each
+    model's states put in the truth's order first)."""
+    order = None
+
+    def joint(bn):
+        nonlocal order
+        mn = pa.bayes_from_pgmpy(bn).to_markov()
+        dom = mn.domain
+        t = mn.joint_log_table()
+        t = np.exp(t - t.max())
+        t = t.sum(axis=dom.index(hidden))
+        names = [v for v in dom.variables if v != hidden]
+        if order is None:
+            order = {v: list(dom.state_names[v]) for v in names}
+        for ax, v in enumerate(names):  # states in the truth's order
+            t = np.take(t, [list(dom.state_names[v]).index(s) for s in order[v]], axis=ax)
+        return t / t.sum(), names
+    p, names_p = joint(truth)
+    q, names_q = joint(model)
+    q = np.transpose(q, [names_q.index(v) for v in names_p])
+    return float(np.sum(p * (np.log(p + 1e-300) - np.log(q + 1e-300))))
+
+
+def latent_section(quick: bool) -> list[str]:
+    asia = load_bif_example("asia")
+    hidden = "either"
+    N = 10_000
+    lines = ["Asia, \"either\" never observed, N = 10,000: pgmpy's DiscreteEM against MissingValuesEM (pseudo_count=0).", "",
+             "| seed | pgmpy DiscreteEM KL | ppgm EM KL | ppgm iterations | pgmpy s | ppgm s | speed-up |",
+             "|---|---|---|---|---|---|---|"]
+    for seed in ([0] if quick else [0, 1, 2]):
+        df = pa.sample(asia, N, seed=[SEED, seed]).drop(columns=[hidden])
+        t0 = time.perf_counter()
+        ref = DiscreteBayesianNetwork(asia.edges(), latents={hidden})
+        pg = DiscreteEM(latent_card={hidden: 2}, seed=seed, show_progress=False)
+        pg.fit(ref, df)
+        ref.add_cpds(*pg.parameters_)
+        t_pg = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ours = DiscreteBayesianNetwork(asia.edges())
+        est = MissingValuesEM(pseudo_count=0.0, progress=False, seed=seed, state_names={hidden: ["no", "yes"]}, max_iter=1000)
+        ours.fit(df, estimator=est)
+        t_em = time.perf_counter() - t0
+        row = (f"| {seed} | {observed_kl(asia, ref, hidden):.4g} | {observed_kl(asia, ours, hidden):.4g} | "
+               f"{len(est.history_)} | {t_pg:.2f} | {t_em:.2f} | {t_pg / t_em:.0f}x |")
+        print(row, flush=True)
+        lines.append(row)
+    return lines
+
+
+def grid_network(rows: int, cols: int, k: int, seed: int) -> DiscreteMarkovNetwork:
+    rng = np.random.default_rng(seed)
+    name = lambda r, c: f"G{r}{c}"  # noqa: E731
+    edges = [(name(r, c), name(r, c + 1)) for r in range(rows) for c in range(cols - 1)]
+    edges += [(name(r, c), name(r + 1, c)) for r in range(rows - 1) for c in range(cols)]
+    mn = DiscreteMarkovNetwork(edges)
+    for a, b in edges:
+        mn.add_factors(DiscreteFactor([a, b], [k, k], np.exp(rng.normal(0, 0.7, k * k)),
+                                      state_names={a: list(range(k)), b: list(range(k))}))
+    return mn
+
+
+def mn_section(quick: bool) -> list[str]:
+    from pgmpy.estimators import MirrorDescentEstimator
+
+    cases = [("third-order chain 8 x 6", pa.dirichlet_chain_network(8, 6, seed=0)), ("grid 4 x 4, 3 states", grid_network(4, 4, 3, 0))]
+    N = 20_000 if quick else 100_000
+    iters = [100] if quick else [100, 1000, 5000]
+    lines = [f"Complete records, N = {N:,}: MarkovNetworkEstimator against pgmpy's MirrorDescentEstimator.", "",
+             "| network | N | ppgm KL | ppgm s | " + " | ".join(f"pgmpy MD {i:,} it. KL | s" for i in iters) + " |",
+             "|---|---|---|---|" + "---|---|" * len(iters)]
+    for name, mn in cases:
+        df = pa.sample(mn, N, seed=SEED)
+        cliques = [tuple(f.variables) for f in mn.get_factors()]
+        MarkovNetworkEstimator(mn).estimate(df.iloc[:100], progress=False)  # warm: imports and first calls
+        t0 = time.perf_counter()
+        ours = MarkovNetworkEstimator(mn).estimate(df, progress=False)
+        t_ours = time.perf_counter() - t0
+        cells = [f"{pa.kl_divergence(mn, ours):.4g}", f"{t_ours:.2f}"]
+        for it in iters:
+            model = DiscreteMarkovNetwork(mn.edges())
+            model.add_nodes_from(mn.nodes())
+            for f in mn.get_factors():
+                model.add_factors(DiscreteFactor(list(f.variables), list(f.cardinality), np.ones(int(np.prod(f.cardinality))),
+                                                 state_names={v: f.state_names[v] for v in f.variables}))
+            t0 = time.perf_counter()
+            tree = MirrorDescentEstimator(model, data=df).estimate(marginals=cliques, iterations=it, show_progress=False)
+            t_md = time.perf_counter() - t0
+            fitted = DiscreteMarkovNetwork(mn.edges())
+            fitted.add_nodes_from(mn.nodes())
+            fitted.add_factors(*tree.factors)
+            cells += [f"{pa.kl_divergence(mn, fitted):.4g}", f"{t_md:.2f}"]
+        row = f"| {name} | {N:,} | " + " | ".join(cells) + " |"
+        print(row, flush=True)
+        lines.append(row)
+    return lines
+
+
+def main(quick: bool, sections: list) -> None:
+    head = [f"Machine: {machine()}. Seed {SEED}. KL(true || learned) in nats (exact); times in seconds, one run each, "
+            "both libraries in the same process." + (" Quick grid." if quick else ""), ""]
+    titles = {"bn": "## Missing values (`benchmarks/bench_missing.py`)", "latent": "### Missing values: a latent node",
+              "mn": "### Missing values: Markov networks from records"}
+    for name, fn in (("bn", bn_section), ("latent", latent_section), ("mn", mn_section)):
+        if name in sections:  # each section its own block of RESULTS.md, so that one can be re-run alone
+            write_section(f"missing-{name}", "\n".join([titles[name], ""] + head + fn(quick)))
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sections", nargs="+", default=["bn", "latent", "mn"], choices=["bn", "latent", "mn"])
+    args = ap.parse_args()
+    main(args.quick, args.sections)
