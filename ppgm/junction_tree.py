@@ -492,17 +492,23 @@ class JunctionTree:
         cal._cache["flat"] = probs
         return cal
 
-    def calibrate_columns(self, psi: np.ndarray, copy: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """Calibrate many models on this tree at once: one per column of ``psi`` (flat log-potentials as
-        :meth:`calibrate_flat`'s, ``(cells, B)``), typically one model under B evidence sets (-inf on the
-        cells evidence rules out). The same batched log schedule, each operation over all B columns.
+    def calibrate_columns(self, psi: np.ndarray, keep: np.ndarray | None = None, copy: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Calibrate many models on this tree at once: one per column, typically one model under B
+        evidence sets. Either ``psi`` is ``(cells, B)`` flat log-potentials (as :meth:`calibrate_flat`'s,
+        -inf where a column rules a cell out), or ``psi`` is one model's ``(cells,)`` and ``keep`` a
+        ``(cells, B)`` boolean mask of the cells each column allows (evidence). The same level-batched
+        schedule, each array operation over all B columns: in probability space with a log-scale per
+        clique, message and column when the potentials' finite log-ranges add up to less than
+        ``SCALED_RANGE`` (exact there, and no exp or log per message), in log space otherwise.
 
         Parameters
         ----------
         psi : numpy.ndarray
-            ``(cells, B)`` log-potentials, finite or -inf.
+            ``(cells, B)`` log-potentials, finite or -inf; or ``(cells,)`` with ``keep``.
+        keep : numpy.ndarray of bool, optional
+            ``(cells, B)``: which cells each column keeps.
         copy : bool
-            False lets the schedule work in ``psi`` itself (a float64 array the caller gives up).
+            False lets the log schedule work in a ``(cells, B)`` float64 ``psi`` the caller gives up.
 
         Returns
         -------
@@ -520,20 +526,70 @@ class JunctionTree:
         --------
         >>> d = Domain(("A", "B"), (2, 2))
         >>> jt = JunctionTree.build(d, [("A", "B")])
-        >>> psi = np.log(np.array([[1.0, 2.0, 3.0, 4.0]]).T * [1.0, 1.0])   # two copies of one model
-        >>> psi[2:, 1] = -np.inf                                              # the second observes A = 0
-        >>> lz, b = jt.calibrate_columns(psi)
+        >>> keep = np.array([[True, True], [True, True], [True, False], [True, False]])  # the second sees A = 0
+        >>> lz, b = jt.calibrate_columns(np.log([1.0, 2.0, 3.0, 4.0]), keep)
         >>> np.round(np.exp(lz), 6).tolist(), np.round(b[:, 1], 4).tolist()
         ([10.0, 3.0], [0.3333, 0.6667, 0.0, 0.0])
         """
-        cells = int(self._plan()["sizes"].sum())
-        psi = np.array(psi, dtype=float, copy=True) if copy or np.asarray(psi).dtype != float else psi
-        if psi.ndim != 2 or psi.shape[0] != cells:
+        plan = self._plan()
+        cells = int(plan["sizes"].sum())
+        psi = np.asarray(psi, dtype=float)
+        if keep is not None:
+            keep = np.asarray(keep, dtype=bool)
+            if psi.shape != (cells,) or keep.ndim != 2 or keep.shape[0] != cells:
+                raise ValueError(f"psi, keep: expected psi of shape ({cells},) and keep of shape ({cells}, B), "
+                                 f"got {psi.shape} and {keep.shape}")
+        elif psi.ndim != 2 or psi.shape[0] != cells:
             raise ValueError(f"psi: expected shape ({cells}, B), one column of flat clique cells per model, got {psi.shape}")
         if np.isnan(psi).any() or (psi == np.inf).any():
             raise ValueError("psi: log-potentials must be finite or -inf")
+        starts, sizes = plan["starts"], plan["sizes"]
+        if keep is not None:
+            base = psi
+            finite = np.isfinite(base)
+            tops = np.maximum.reduceat(np.where(finite, base, -np.inf), starts)
+            lows = np.minimum.reduceat(np.where(finite, base, np.inf), starts)
+            spread = float(np.where(np.isfinite(lows) & np.isfinite(tops), tops - lows, 0.0).sum())
+            if spread < SCALED_RANGE:
+                tops = _safe_top(tops)
+                E = np.exp(base - np.repeat(tops, sizes))[:, None] * keep
+                off = np.repeat(tops[:, None], keep.shape[1], axis=1)
+                return self._scaled_columns(E, off)
+            psi = np.where(keep, base[:, None], -np.inf)
+        elif copy:
+            psi = psi.copy()
         _, probs, lz = self._log_schedule(psi, strict=False)
         return lz, probs
+
+    def _scaled_columns(self, E: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The level-batched schedule in probability space on ``E`` (``(cells, B)``, each clique's entries
+        at most 1, in place) with ``off`` (``(cliques, B)``) the log-scale of each clique's table: every
+        message is divided by its maximum per column and the logarithm of that carried in ``off``."""
+        lv, plan = self._levels(), self._plan()
+        up: list = [None] * len(lv.levels)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for k in range(len(lv.levels) - 1, -1, -1):  # deepest level first: messages to the parents
+                L = lv.levels[k]
+                m = np.add.reduceat(E[L.child_cells], L.child_seg, axis=0)
+                s = np.maximum.reduceat(m, L.edge_start, axis=0)
+                s = np.where(s > 0, s, 1.0)  # an all-zero message stays zero (its column's log Z is -inf)
+                m /= np.repeat(s, L.edge_size, axis=0)
+                up[k] = m
+                np.add.at(off, L.edge_parent, off[L.edge_child] + np.log(s))
+                np.multiply.at(E, L.parent_cells, m[L.parent_sep])
+            root = self.order[0]
+            a, n = plan["starts"][root], plan["sizes"][root]
+            z = E[a:a + n].sum(axis=0)
+            log_z = np.where(z > 0, np.log(z) + off[root], -np.inf)
+            for k, L in enumerate(lv.levels):  # root outwards: each child reads its separator off its parent
+                sep = np.add.reduceat(E[L.parent_cells], L.parent_seg, axis=0)
+                down = np.where(up[k] > 0, sep / up[k], 0.0)
+                d = np.maximum.reduceat(down, L.edge_start, axis=0)
+                down /= np.repeat(np.where(d > 0, d, 1.0), L.edge_size, axis=0)
+                E[L.child_cells] *= down[L.child_sep]
+            mass = np.add.reduceat(E, plan["starts"], axis=0)
+            E /= np.repeat(mass, plan["sizes"], axis=0)
+        return log_z, E
 
     def _log_schedule(self, inward: np.ndarray, strict: bool = True) -> tuple:
         """The batched log schedule, in place on flat log-potentials ``(cells,)`` or ``(cells, B)``:
@@ -656,6 +712,10 @@ class _Level:
     parent_sep: np.ndarray
     parent_seg: np.ndarray
     n_sep: int
+    edge_child: np.ndarray  # per edge of the level: the child clique, its parent, and where its separator
+    edge_parent: np.ndarray  # cells begin in the level's separator numbering (and how many there are)
+    edge_start: np.ndarray
+    edge_size: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -690,7 +750,7 @@ class _Levels:
 
         levels = []
         for d in sorted(by_depth):
-            cc, cs, pc, ps = [], [], [], []
+            cc, cs, pc, ps, e_start, e_size = [], [], [], [], [], []
             n_sep = 0
             for c in by_depth[d]:
                 p, sep = tree.parent[c], tree.separators[c]
@@ -699,10 +759,15 @@ class _Levels:
                 cs.append(sc + n_sep)
                 pc.append(starts[p] + np.arange(sp.size))
                 ps.append(sp + n_sep)
+                e_start.append(n_sep)
+                e_size.append(dom.size(sep))
                 n_sep += dom.size(sep)
             c_cells, c_sep, c_seg = grouped(cc, cs, n_sep)
             p_cells, p_sep, p_seg = grouped(pc, ps, n_sep)
-            levels.append(_Level(c_cells, c_sep, c_seg, p_cells, p_sep, p_seg, n_sep))
+            kids = np.asarray(by_depth[d], dtype=np.intp)
+            levels.append(_Level(c_cells, c_sep, c_seg, p_cells, p_sep, p_seg, n_sep, kids,
+                                 np.asarray([tree.parent[c] for c in by_depth[d]], dtype=np.intp),
+                                 np.asarray(e_start, dtype=np.intp), np.asarray(e_size, dtype=np.intp)))
         return cls(tuple(levels))
 
 

@@ -227,7 +227,7 @@ class _Grouped:
         for k, a in enumerate(range(0, len(self.rows), self.step)):
             keep = self.masks[k] if self.masks else self._mask(a)
             w = self.weights[a:a + self.step]
-            lz, probs = tree.calibrate_columns(np.where(keep, psi[:, None], -np.inf), copy=False)
+            lz, probs = tree.calibrate_columns(psi, keep)
             if not np.all(np.isfinite(lz)):
                 bad = self.rows[a + int(np.flatnonzero(~np.isfinite(lz))[0])]
                 raise ValueError(f"records: a record's observed cells have probability zero under the model "

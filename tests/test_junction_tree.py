@@ -200,3 +200,29 @@ def test_log_schedule_is_exact_when_one_clique_spans_thousands_of_nats():
     assert cal.log_z == pytest.approx(brute_log_z(model), rel=1e-12)
     for scope in (("A", "B"), ("B", "C"), ("B", "D")):
         np.testing.assert_allclose(cal.marginal(scope).values, brute_marginal(model, scope), atol=1e-12)
+
+
+def test_columns_calibrate_like_one_model_each_in_both_schedules():
+    # calibrate_columns: a model under B evidence masks, by the scaled schedule (keep) and by the log
+    # schedule ((cells, B) with -inf), against one calibrate_flat per column; a column that rules out a
+    # whole clique has log Z = -inf; potentials spanning thousands of nats take the log schedule
+    from ppgm.random_models import third_order_chain
+
+    mn = third_order_chain(6, 3, seed=4)
+    tree = JunctionTree.build(mn.domain, mn.scopes)
+    psi = np.concatenate([p.ravel() for p in tree._potentials(mn)])
+    rng = np.random.default_rng(5)
+    keep = rng.random((psi.size, 6)) < 0.8
+    first = tree._plan()["sizes"][0]
+    keep[:first, 5] = False  # the first clique ruled out entirely
+    for base in (psi, psi * 400.0):  # the second: a log-range far above SCALED_RANGE
+        lz, b = tree.calibrate_columns(base, keep)
+        lz_log, b_log = tree.calibrate_columns(np.where(keep, base[:, None], -np.inf))
+        assert lz[5] == -np.inf and lz_log[5] == -np.inf
+        for j in range(5):
+            one = tree.calibrate_flat(np.where(keep[:, j], base, -np.inf))
+            assert lz[j] == pytest.approx(one.log_z, rel=1e-12) and lz_log[j] == pytest.approx(one.log_z, rel=1e-12)
+            np.testing.assert_allclose(b[:, j], one.flat_beliefs, atol=1e-12)
+            np.testing.assert_allclose(b_log[:, j], one.flat_beliefs, atol=1e-12)
+    with pytest.raises(ValueError, match="psi, keep"):
+        tree.calibrate_columns(psi, keep[:-1])
