@@ -13,12 +13,15 @@ Sections (each row: KL(true || learned) in nats, exact, and wall time in seconds
           MissingValuesEM with pseudo_count=0 (the same objective; each from its own seeded start); KL
           over the seven observed nodes' joint (label switching of the latent does not count), by
           enumeration.
+  mnmiss  Markov networks with missing cells: the same two networks, N records, 10-50% of cells missing
+          (MCAR, and the MAR rule above with the networks' first five variables always seen), complete-case
+          (MarkovNetworkEstimator on the complete rows) against MarkovNetworkEstimator's EM on every row.
   mn      Markov networks from complete records: the CGM paper's third-order chain (8 x 6 states) and a
           4 x 4 grid of 3-state variables, N = 100,000: ppgm's MarkovNetworkEstimator (maximum likelihood,
           pseudo-count 1 record) against pgmpy's MirrorDescentEstimator on the same cliques at 100 (its
           default), 1,000 and 5,000 iterations (it has no stopping rule of its own).
 
-  python benchmarks/bench_missing.py [--quick] [--sections bn latent mn] [--million]
+  python benchmarks/bench_missing.py [--quick] [--sections bn latent mn mnmiss] [--million]
 """
 
 from __future__ import annotations
@@ -199,12 +202,38 @@ def mn_section(quick: bool) -> list[str]:
     return lines
 
 
+def mnmiss_section(quick: bool) -> list[str]:
+    cases = [("third-order chain 8 x 6", pa.dirichlet_chain_network(8, 6, seed=0)), ("grid 4 x 4, 3 states", grid_network(4, 4, 3, 0))]
+    grid = [(10_000, r) for r in ([0.1, 0.3] if quick else [0.1, 0.3, 0.5])] + ([] if quick else [(100_000, 0.1)])
+    lines = ["Markov networks with missing cells: complete-case (MarkovNetworkEstimator on the complete rows) against "
+             "its EM on every row.", "",
+             "| network | N | missing | rule | complete rows | complete-case KL | ppgm EM KL | EM iterations | complete-case s | ppgm EM s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for (name, mn), (N, rate), rule in itertools.product(cases, grid, ["MCAR", "MAR"]):
+        rng = np.random.default_rng([SEED, N, int(rate * 100), rule == "MAR", len(name)])
+        df = pa.sample(mn, N, seed=rng)
+        holey = with_holes(df, rate, rule, list(df.columns), rng)
+        rows = holey.dropna()
+        t0 = time.perf_counter()
+        kl_cc = f"{pa.kl_divergence(mn, MarkovNetworkEstimator(mn).estimate(rows, progress=False)):.4g}" if len(rows) else "no complete row"
+        t_cc = time.perf_counter() - t0
+        est = MarkovNetworkEstimator(mn)
+        t0 = time.perf_counter()
+        em = est.estimate(holey, progress=False)
+        t_em = time.perf_counter() - t0
+        row = (f"| {name} | {N:,} | {rate:.0%} | {rule} | {len(rows):,} | {kl_cc} | {pa.kl_divergence(mn, em):.4g} | "
+               f"{len(est.history_)}{'' if est.converged_ else ' (not converged)'} | {t_cc:.2f} | {t_em:.1f} |")
+        print(row, flush=True)
+        lines.append(row)
+    return lines
+
+
 def main(quick: bool, sections: list, million: bool = False) -> None:
     head = [f"Machine: {machine()}. Seed {SEED}. KL(true || learned) in nats (exact); times in seconds, one run each, "
             "both libraries in the same process." + (" Quick grid." if quick else ""), ""]
     titles = {"bn": "## Missing values (`benchmarks/bench_missing.py`)", "latent": "### Missing values: a latent node",
-              "mn": "### Missing values: Markov networks from records"}
-    for name, fn in (("bn", bn_section), ("latent", latent_section), ("mn", mn_section)):
+              "mn": "### Missing values: Markov networks from records", "mnmiss": "### Missing values: Markov networks with holes"}
+    for name, fn in (("bn", bn_section), ("latent", latent_section), ("mn", mn_section), ("mnmiss", mnmiss_section)):
         if name in sections:  # each section its own block of RESULTS.md, so that one can be re-run alone
             out = fn(quick, million) if name == "bn" else fn(quick)
             write_section(f"missing-{name}", "\n".join([titles[name], ""] + head + out))
@@ -213,7 +242,7 @@ def main(quick: bool, sections: list, million: bool = False) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--sections", nargs="+", default=["bn", "latent", "mn"], choices=["bn", "latent", "mn"])
+    ap.add_argument("--sections", nargs="+", default=["bn", "latent", "mn", "mnmiss"], choices=["bn", "latent", "mn", "mnmiss"])
     ap.add_argument("--million", action="store_true", help="add N = 1,000,000 at 10%% missing to the ALARM grid (about 15 minutes)")
     args = ap.parse_args()
     main(args.quick, args.sections, args.million)

@@ -15,22 +15,24 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
-def execute_tutorials(dest: Path = HERE / "_tutorials", timeout: int = 900) -> list[Path]:
-    """Each tutorial, its first cell set to ``SIZE = "test"``, executed and written to ``dest``."""
+def execute_tutorial(path: Path, dest: Path, timeout: int = 900) -> Path:
+    """One tutorial, its first cell set to ``SIZE = "test"``, executed and written to ``dest``."""
     import nbformat
     from nbclient import NotebookClient
 
-    dest.mkdir(exist_ok=True)
-    out = []
-    for path in sorted((ROOT / "tutorials").glob("*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
-        first = next(c for c in nb.cells if c.cell_type == "code")
-        first.source = 'SIZE = "test"  # the documentation runs the quick size'
-        NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "tutorials")}}).execute()
-        target = dest / path.name
-        nbformat.write(nb, target)
-        out.append(target)
-    return out
+    dest.mkdir(parents=True, exist_ok=True)
+    nb = nbformat.read(path, as_version=4)
+    first = next(c for c in nb.cells if c.cell_type == "code")
+    first.source = 'SIZE = "test"  # the documentation runs the quick size'
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "tutorials")}}).execute()
+    target = dest / path.name
+    nbformat.write(nb, target)
+    return target
+
+
+def execute_tutorials(dest: Path = HERE / "_tutorials", timeout: int = 900) -> list[Path]:
+    """Every tutorial, executed in its quick size into ``dest`` (:func:`execute_tutorial`)."""
+    return [execute_tutorial(path, dest, timeout) for path in sorted((ROOT / "tutorials").glob("*.ipynb"))]
 
 
 def build(outdir: Path) -> subprocess.CompletedProcess:

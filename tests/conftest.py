@@ -9,6 +9,36 @@ from ppgm import Domain, Factor, MarkovNetwork
 warnings.filterwarnings("ignore", category=FutureWarning)
 
 
+def docs_build():
+    """``docs/build.py`` as a module (loaded by path: the name ``build`` is also pypa's package)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    mod = sys.modules.get("ppgm_docs_build")
+    if mod is None:
+        spec = importlib.util.spec_from_file_location("ppgm_docs_build", Path(__file__).resolve().parents[1] / "docs" / "build.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["ppgm_docs_build"] = mod
+        spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="session")
+def executed_tutorial(tmp_path_factory):
+    """``executed_tutorial(path)``: the tutorial executed in its quick size (``docs/build.py``), once per
+    test session; the documentation build and the tutorial tests share the runs."""
+    build = docs_build()
+    dest = tmp_path_factory.mktemp("executed_tutorials")
+    done: dict = {}
+
+    def run(path):
+        if path.name not in done:
+            done[path.name] = build.execute_tutorial(path, dest)
+        return done[path.name]
+    return run
+
+
 def brute_marginal(model, variables):
     """Marginal over `variables` (in that order) by enumerating the joint."""
     J = model.joint_log_table()

@@ -1,19 +1,16 @@
 """The documentation builds without a warning (Sphinx -W, numpydoc on every public docstring) and
 its tutorial pages show the notebooks' outputs, figures included."""
 
-import sys
 from pathlib import Path
+
+from conftest import docs_build
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_docs_build_without_warnings_and_show_the_tutorials_figures(tmp_path):
-    sys.path.insert(0, str(ROOT / "docs"))
-    try:
-        import build
-    finally:
-        sys.path.pop(0)
-    notebooks = build.execute_tutorials(tmp_path / "executed")
+def test_docs_build_without_warnings_and_show_the_tutorials_figures(tmp_path, executed_tutorial):
+    build = docs_build()
+    notebooks = [executed_tutorial(p) for p in sorted((ROOT / "tutorials").glob("*.ipynb"))]
     assert len(notebooks) == len(list((ROOT / "tutorials").glob("*.ipynb"))) >= 5
     # Sphinx reads the executed notebooks from docs/_tutorials: point it there for this build
     target = ROOT / "docs" / "_tutorials"

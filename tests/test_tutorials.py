@@ -4,7 +4,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "tutorials").glob("*.ipynb"))
 
@@ -14,12 +13,14 @@ def test_there_are_notebooks():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs(path, tmp_path):
+def test_notebook_runs(path, executed_tutorial):
     nb = nbformat.read(path, as_version=4)
     first_code = next(c for c in nb.cells if c.cell_type == "code")
     assert "SIZE" in first_code.source, "the first code cell must set SIZE"
-    first_code.source = 'SIZE = "test"'
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert not cell.get("outputs"), f"{path.name} is committed with outputs"
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    # executed once per session (the documentation build shares the run); an error in a cell raises there
+    done = nbformat.read(executed_tutorial(path), as_version=4)
+    errors = [o for c in done.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors and all(c.get("execution_count") for c in done.cells if c.cell_type == "code")
