@@ -19,9 +19,7 @@ from pgmpy.parameter_estimator.base import DiscreteParameterEstimator
 
 from ppgm import checks
 from ppgm.domain import Domain
-from ppgm.factor import Factor
-from ppgm.missing import GAUGE_L2, em_bayesian, em_markov, fit_markov_records
-from ppgm.mle import fit_marginals
+from ppgm.missing import em_bayesian, em_markov, fit_markov_records, fit_markov_tables
 from ppgm.rng import as_generator
 
 from .dask_backend import frame_blocks, is_dask
@@ -317,8 +315,6 @@ class MarkovNetworkEstimator:
         if set(by_scope) != want or len(tables) != len(self.cliques):
             raise ValueError(f"tables: expected one table per clique of the model {[list(c) for c in self.cliques]}, "
                              f"got {[list(t.variables) for t in tables]}")
-        l2 = checks.non_negative(l2, "l2")
-        pseudo_count = checks.non_negative(pseudo_count, "pseudo_count")
         states: dict = {}
         for t in tables:
             for v in t.variables:
@@ -343,5 +339,4 @@ class MarkovNetworkEstimator:
         n = float(totals[0])
         if n <= 0 or not np.allclose(totals, n, rtol=1e-9):
             raise ValueError(f"tables: the tables must count the same positive number of records, got totals {totals}")
-        probs = [Factor(c, (v + pseudo_count / v.size) / (n + pseudo_count)) for c, v in targets]
-        return markov_to_pgmpy(fit_marginals(dom, probs, l2=max(l2, GAUGE_L2 / n), tol=1e-8).model)
+        return markov_to_pgmpy(fit_markov_tables(dom, self.cliques, [v for _, v in targets], l2, pseudo_count).model)

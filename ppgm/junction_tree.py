@@ -492,7 +492,7 @@ class JunctionTree:
         cal._cache["flat"] = probs
         return cal
 
-    def calibrate_columns(self, psi: np.ndarray, keep: np.ndarray | None = None, copy: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def calibrate_columns(self, psi: np.ndarray, keep: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Calibrate many models on this tree at once: one per column, typically one model under B
         evidence sets. Either ``psi`` is ``(cells, B)`` flat log-potentials (as :meth:`calibrate_flat`'s,
         -inf where a column rules a cell out), or ``psi`` is one model's ``(cells,)`` and ``keep`` a
@@ -507,8 +507,6 @@ class JunctionTree:
             ``(cells, B)`` log-potentials, finite or -inf; or ``(cells,)`` with ``keep``.
         keep : numpy.ndarray of bool, optional
             ``(cells, B)``: which cells each column keeps.
-        copy : bool
-            False lets the log schedule work in a ``(cells, B)`` float64 ``psi`` the caller gives up.
 
         Returns
         -------
@@ -556,7 +554,7 @@ class JunctionTree:
                 off = np.repeat(tops[:, None], keep.shape[1], axis=1)
                 return self._scaled_columns(E, off)
             psi = np.where(keep, base[:, None], -np.inf)
-        elif copy:
+        else:
             psi = psi.copy()
         _, probs, lz = self._log_schedule(psi, strict=False)
         return lz, probs

@@ -31,6 +31,7 @@ from .factor import Factor
 from .junction_tree import JunctionTree
 from .markov import MarkovNetwork
 from .mle import MarginalOracle, fit_marginals
+from .tables import count_block
 from .progress import ConvergenceWarning, progress_bar
 from .rng import as_generator
 
@@ -187,12 +188,7 @@ class _Grouped:
         cells = int(plan["sizes"].sum())
         complete = (rec >= 0).all(axis=1)
         full = rec[complete]
-        counts = np.zeros(cells)
-        if len(full):
-            for c, start, size in zip(tree.cliques, plan["starts"], plan["sizes"]):
-                idx = np.ravel_multi_index(tuple(full[:, dom.index(v)] for v in c), dom.shape(c)) if c \
-                    else np.zeros(len(full), np.intp)
-                counts[start:start + size] += np.bincount(idx, minlength=int(size))
+        counts = np.concatenate(count_block(full, dom, tree.cliques) or []).astype(float) if len(full) else np.zeros(cells)
         partial = rec[~complete]
         rows, weights = (np.unique(partial, axis=0, return_counts=True) if len(partial)
                          else (np.zeros((0, len(dom)), np.int64), np.zeros(0, np.int64)))
@@ -349,6 +345,9 @@ def _em(step: Callable, init, max_iter: int, tol: float, progress: bool, callbac
                 break
     finally:
         bar.close()
+    if not converged:  # stacklevel 3: the user's call of em_bayesian / em_markov
+        warnings.warn(f"EM with missing values: stopped after {max_iter} iterations before the objective's relative "
+                      f"change fell below tol={tol}; see the result's history", ConvergenceWarning, stacklevel=3)
     return model, history, converged, e
 
 
@@ -427,9 +426,6 @@ def em_bayesian(domain: Domain, parents: Mapping, records, pseudo_count: float =
         return bn._with_normalised(cpts), e, e.log_likelihood + prior
 
     model, history, converged, e = _em(step, init, max_iter, tol, progress, callback, "EM (missing values)")
-    if not converged:
-        warnings.warn(f"EM with missing values: stopped after {max_iter} iterations before the objective's relative "
-                      f"change fell below tol={tol}; see the result's history", ConvergenceWarning, stacklevel=2)
     final = source.expected(model.to_markov(), [], log_z=0.0).log_likelihood
     return MissingEMResult(model, final, converged, history, e.tables)
 
@@ -524,9 +520,6 @@ def em_markov(domain: Domain, scopes: Sequence[Sequence], records, l2: float = 0
         return fit.model, e, e.log_likelihood - n * l2 * theta2
 
     model, history, converged, e = _em(step, init, max_iter, tol, progress, callback, "EM (missing values)")
-    if not converged:
-        warnings.warn(f"EM with missing values: stopped after {max_iter} iterations before the objective's relative "
-                      f"change fell below tol={tol}; see the result's history", ConvergenceWarning, stacklevel=2)
     final = source.expected(model, []).log_likelihood
     return MissingEMResult(model, final, converged, history, e.tables)
 
@@ -573,10 +566,41 @@ def fit_markov_records(domain: Domain, scopes: Sequence[Sequence], records, l2: 
     cliques: list[tuple] = [tuple(s) for s in scopes]
     for s in cliques:
         domain.check(s, "scopes")
+    tables = [t.reshape(domain.shape(c)).astype(float) for c, t in zip(cliques, count_block(rec, domain, cliques) or [])]
+    return fit_markov_tables(domain, cliques, tables, l2, pseudo_count, max_iter, tol)
+
+
+def fit_markov_tables(domain: Domain, scopes: Sequence[tuple], tables: Sequence[np.ndarray], l2: float = 0.0,
+                      pseudo_count: float = 1.0, max_iter: int = 1000, tol: float = 1e-8):
+    """Maximum-likelihood log-potentials of a Markov network from exact count tables (one per scope, the
+    same record total): smoothed by ``pseudo_count`` records spread uniformly, fitted by
+    :func:`ppgm.mle.fit_marginals` with at least :data:`GAUGE_L2` / N of L2.
+
+    Parameters
+    ----------
+    domain : Domain
+    scopes : sequence of tuples
+    tables : sequence of numpy.ndarray
+        Counts, axes in each scope's order.
+    l2, pseudo_count
+        As :func:`em_markov`.
+    max_iter, tol
+        The fit's limits.
+
+    Returns
+    -------
+    ppgm.mle.FitResult
+
+    Examples
+    --------
+    >>> d = Domain(("A", "B"), (2, 2))
+    >>> fit = fit_markov_tables(d, [("A", "B")], [np.array([[30.0, 10.0], [10.0, 50.0]])], pseudo_count=0.0)
+    >>> from ppgm.inference import infer
+    >>> infer(fit.model).marginal(("A", "B")).values.round(4).tolist()
+    [[0.3, 0.1], [0.1, 0.5]]
+    """
     l2 = checks.non_negative(l2, "l2")
     pseudo_count = checks.non_negative(pseudo_count, "pseudo_count")
-    tables = [np.bincount(np.ravel_multi_index(tuple(rec[:, domain.index(v)] for v in s), domain.shape(s)),
-                          minlength=domain.size(s)).reshape(domain.shape(s)).astype(float) for s in cliques]
-    n = float(len(rec))
-    return fit_marginals(domain, _smoothed(domain, cliques, tables, n, pseudo_count), l2=max(l2, GAUGE_L2 / n),
-                         max_iter=max_iter, tol=tol)
+    n = float(np.sum(tables[0]))
+    return fit_marginals(domain, _smoothed(domain, [tuple(c) for c in scopes], tables, n, pseudo_count),
+                         l2=max(l2, GAUGE_L2 / n), max_iter=max_iter, tol=tol)
