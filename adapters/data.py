@@ -132,6 +132,12 @@ def encode(data: pd.DataFrame, domain: Domain, dtype=np.int64) -> np.ndarray:
     >>> encode(pd.DataFrame({"A": ["yes", "no"]}), d).ravel().tolist()
     [1, 0]
     """
+    try:
+        signed = np.issubdtype(np.dtype(dtype), np.signedinteger)
+    except TypeError:
+        signed = False
+    if not signed:
+        raise TypeError(f"dtype: expected a signed numpy integer type such as np.int64 or np.int8, got {dtype!r:.80}")
     out = codes_or_unknown(data, domain, dtype)
     check_known(data, domain, out)
     return out

@@ -197,6 +197,8 @@ class NoisyTables:
         if len(scales) != len(factors):
             raise ValueError(f"scale: expected one scale or {len(factors)}, got {len(scales)}")
         scales = [checks.positive(s, "scale") for s in scales]
+        if isinstance(spent, (str, bytes, Mapping)) or not isinstance(spent, Sequence) or not all(isinstance(p, Mapping) for p in spent):
+            raise TypeError(f"spent: expected a list of dicts (what each published part cost), got {spent!r:.80}")
         out = []
         for f, s in zip(factors, scales):
             names = {v: list(f.state_names[v]) if f.state_names and v in f.state_names else list(range(c))

@@ -87,8 +87,13 @@ def in_range(x, name: str, lo: float, hi: float, closed: bool = True) -> float:
     return v
 
 
-def count(x, name: str, minimum: int = 1) -> int:
-    """A whole number >= ``minimum`` (an integral float such as ``3.0`` is accepted).
+MAX_COUNT = 10**9  # no count ppgm takes (iterations, chains, rounds, draws, cells, variables) is useful beyond it
+
+
+def count(x, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+    """A whole number in [``minimum``, ``maximum``] (an integral float such as ``3.0`` is accepted).
+    The default upper bound, ``MAX_COUNT`` = 1e9, keeps a mistyped size from allocating until the
+    machine runs out; entry points with a tighter natural bound pass their own.
 
     Examples
     --------
@@ -100,6 +105,8 @@ def count(x, name: str, minimum: int = 1) -> int:
     v = int(x)
     if v < minimum:
         raise ValueError(f"{name}: expected a whole number >= {minimum}, got {x!r}")
+    if v > maximum:
+        raise ValueError(f"{name}: expected a whole number <= {maximum:,}, got {x!r}")
     return v
 
 

@@ -48,6 +48,7 @@ DEFAULT_STEP = 1.5
 GAIN_TOL = 2e-3  # nats per record: a fit one Newton step from which would gain more is reported unconverged
 MIN_WINDOW = 6
 GAIN_CHAINS = 2000  # chains the convergence test reads
+MAX_CHAINS = 10**7  # persistent chains: 10^7 chains of 15 features hold 1.2 GB
 EXACT_L2 = 30.0  # theta penalty on exact tables (the best of 10, 20, 30, 60 on a validation split of Adult's train rows)
 
 
@@ -500,7 +501,7 @@ def fit_maxent(
     n : float, optional
         Number of records; default the tables' ``n``, else the mean of the single tables' totals.
     n_chains : int
-        Persistent Gibbs chains (the paper: about 10% of N, 10k on Adult).
+        Persistent Gibbs chains (the paper: about 10% of N, 10k on Adult); at most 10^7.
     max_iter : int
         Gradient steps (one Gibbs sweep each). The defaults, 8,000 chains x 300 steps, were chosen
         on a 20% validation split of Adult's train rows (seeds 7 and 8, never the test split):
@@ -664,7 +665,7 @@ def _check_fit_arguments(tables, n_chains, max_iter, l2_mu, l2_theta, average, s
             raise TypeError(f"tables[{k}]: expected a ppgm Measurement, got {type(t).__name__}")
         if t.label_sums is None:
             raise ValueError(f"tables[{k}]: expected label sums (aggregated counts d and label sums c)")
-    checks.count(n_chains, "n_chains")
+    checks.count(n_chains, "n_chains", maximum=MAX_CHAINS)
     checks.count(max_iter, "max_iter")
     checks.count(callback_every, "callback_every")
     if checks.count(n_shards, "n_shards") > n_chains:

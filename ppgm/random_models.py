@@ -14,6 +14,8 @@ from .factor import Factor
 from .markov import MarkovNetwork
 from .rng import as_generator
 
+MAX_VARS = 100_000  # generated models: beyond this a mistyped size only fills memory
+
 
 def pairwise_dirichlet(edges, n_vars: int, k: int, alpha: float = 1.0, seed=None, names=None) -> MarkovNetwork:
     """Pairwise model whose edge tables (k x k) are Dirichlet(alpha) draws over their k^2 cells.
@@ -25,7 +27,7 @@ def pairwise_dirichlet(edges, n_vars: int, k: int, alpha: float = 1.0, seed=None
     >>> pairwise_dirichlet([(0, 1)], 2, 3, seed=0).scopes
     [('X0', 'X1')]
     """
-    n_vars, k = checks.count(n_vars, "n_vars", 2), checks.count(k, "k")
+    n_vars, k = checks.count(n_vars, "n_vars", 2, MAX_VARS), checks.count(k, "k")
     alpha = checks.positive(alpha, "alpha")
     rng = as_generator(seed)
     names = list(names) if names is not None else [f"X{i}" for i in range(n_vars)]
@@ -40,7 +42,7 @@ def pairwise_dirichlet(edges, n_vars: int, k: int, alpha: float = 1.0, seed=None
 
 def third_order_chain(n_vars: int = 10, k: int = 10, alpha: float = 1.0, seed=None) -> MarkovNetwork:
     """Edges i - j for 1 <= |i - j| <= 3 with Dirichlet(alpha) edge tables."""
-    n_vars = checks.count(n_vars, "n_vars", 2)
+    n_vars = checks.count(n_vars, "n_vars", 2, MAX_VARS)
     edges = [(i, j) for i in range(n_vars) for j in range(i + 1, min(i + 4, n_vars))]
     return pairwise_dirichlet(edges, n_vars, k, alpha, seed)
 

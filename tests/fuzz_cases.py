@@ -5,7 +5,8 @@ Each entry point has a builder of valid arguments and, per argument, values that
 (wrong type, non-finite, out of range, unknown or duplicate variables, ambiguous forms). A call with
 one argument replaced ends in one of three ways:
 
-* ``clear``: a ``ValueError`` or ``TypeError`` whose message names the argument;
+* ``clear``: a ``ValueError`` or ``TypeError`` (or ppgm's documented ``JunctionTreeTooLarge``, raised
+  when a size budget such as ``max_cells`` is too small for the model) whose message names the argument;
 * ``obscure``: any other exception, or one that does not name the argument;
 * ``silent``: no error at all (a result computed from a wrong input).
 
@@ -328,7 +329,7 @@ def fingerprint(x, depth: int = 0) -> Any:
     if hasattr(x, "__dask_graph__"):  # a Dask collection: its name is its content's
         return ("dask", x.name if hasattr(x, "name") else repr(x))
     if isinstance(x, pd.DataFrame):
-        return ("frame", tuple(map(str, x.columns)), tuple(map(str, x.dtypes)), x.to_json())
+        return ("frame", tuple(map(str, x.columns)), tuple(map(str, x.dtypes)), x.to_json(orient="values"), tuple(map(str, x.index)))
     if isinstance(x, np.ndarray):
         return ("array", x.dtype.str, x.shape, x.tobytes())
     if isinstance(x, DiscreteMarkovNetwork):
@@ -360,11 +361,13 @@ def run(entry: Entry, argument: str, value) -> Outcome:
     kwargs = entry.valid()
     kwargs[argument] = value
     before = fingerprint(kwargs)
+    from ppgm.junction_tree import JunctionTreeTooLarge
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             entry.call(**kwargs)
-        except (ValueError, TypeError, FileNotFoundError) as err:
+        except (ValueError, TypeError, FileNotFoundError, JunctionTreeTooLarge) as err:
             msg = f"{type(err).__name__}: {err}"
             kind = "clear" if any(a in str(err) for a in (argument, *entry.also.get(argument, ()))) else "obscure"
         except Exception as err:  # noqa: BLE001 - any other error is an obscure one
