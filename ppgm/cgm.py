@@ -47,7 +47,7 @@ from .junction_tree import Calibration
 from .markov import MarkovNetwork
 from .measurement import Measurement
 from .mle import FitResult, MarginalOracle, fit_marginals, newton_applies
-from .projection import project_simplex
+from .projection import project_rows
 from .progress import ConvergenceWarning, logger, progress_bar
 from .release_rule import N_BOOT, STEP, Choice, UndecidedWarning, choose_l2, kl_from, simulated_release, within_one_se
 from .rng import as_generator
@@ -189,9 +189,17 @@ def _check_l2(l2, allow_rules: bool) -> float | str | None:
 
 def _naive_targets(ms: Sequence[Measurement], N: float, project: bool) -> list[Factor]:
     """y / (k N) per clique (a pooled table gives each of its k cliques that share), projected onto the
-    simplex or raw."""
-    shape = project_simplex if project else (lambda v: v)
-    return [Factor(c, shape(m.values / (N * len(m.cliques)))) for m in ms for c in m.cliques]
+    simplex (tables of one size together) or raw."""
+    raw = [m.values / (N * len(m.cliques)) for m in ms]
+    if project:
+        by_size: dict = {}
+        for i, v in enumerate(raw):
+            by_size.setdefault(v.size, []).append(i)
+        for idx in by_size.values():
+            rows = project_rows(np.stack([raw[i].ravel() for i in idx]))
+            for i, row in zip(idx, rows):
+                raw[i] = row.reshape(raw[i].shape)
+    return [Factor(c, v) for m, v in zip(ms, raw) for c in m.cliques]
 
 
 def naive_refit(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying | None = None, project: bool = True,
@@ -287,8 +295,9 @@ def naive_mle(
     max_iter, tol = checks.count(max_iter, "max_iter"), checks.positive(tol, "tol")
     project = checks.flag(project, "project")
     selection = None
+    oracle = MarginalOracle(domain, _scopes(ms))  # one junction tree and gauge for the rule and the fit
     if l2 is None or l2 == "release":
-        choice = release_l2(domain, ms, N, tie, project, seed, n_boot)
+        choice = release_l2(domain, ms, N, tie, project, seed, n_boot, oracle=oracle)
         l2, selection = choice.value, choice.as_record()
     elif l2 == "calibrated":
         l2 = noise_calibrated_l2(ms, N, tie)
@@ -298,7 +307,7 @@ def naive_mle(
     if not project and l2 <= 0:
         raise ValueError("l2: the unprojected naive MLE needs l2 > 0 (raw pseudo-marginals need not sum to one)")
     fit = fit_marginals(domain, _naive_targets(ms, N, project), l2=l2, max_iter=max_iter, tol=tol, check_targets=project,
-                        tied=tie, warn=False)
+                        tied=tie, warn=False, oracle=oracle)
     if not fit.converged:
         warnings.warn(f"naive MLE: the optimiser stopped after {len(fit.history)} iterations before its tolerance was met "
                       f"(max_iter={max_iter}); the fit is approximate", ConvergenceWarning, stacklevel=2)
@@ -328,7 +337,7 @@ class Pilot:
 
 
 def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying | None = None, project: bool = True,
-               seed=0, n_boot: int = N_BOOT, pilot: Pilot | None = None) -> Choice:
+               seed=0, n_boot: int = N_BOOT, pilot: Pilot | None = None, oracle: MarginalOracle | None = None) -> Choice:
     """The naive MLE's L2 weight chosen from the release (:func:`ppgm.release_rule.choose_l2`): the
     pilot is the paper's fit (``1 / N``), candidates run from ``sqrt(10)`` times
     :func:`noise_calibrated_l2` down in half-decades. Where the junction tree is too large to sample
@@ -345,6 +354,8 @@ def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying |
     n_boot : int
     pilot : Pilot, optional
         A pilot already built for this release (CGM-EM shares one between its two rules).
+    oracle : MarginalOracle, optional
+        One built for the release's cliques (the caller's final fit reuses it).
 
     Returns
     -------
@@ -363,7 +374,7 @@ def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying |
     """
     calibrated = noise_calibrated_l2(ms, N, tie)
     if pilot is None:
-        oracle = MarginalOracle(domain, _scopes(ms))
+        oracle = oracle or MarginalOracle(domain, _scopes(ms))
         if not oracle.exact:
             warnings.warn("L2 weight chosen from the release: the junction tree is too large to simulate the release "
                           "exactly; using the noise-calibrated weight instead", UndecidedWarning, stacklevel=3)
@@ -874,7 +885,9 @@ class _EM:
         # log Z(theta): known from the previous M-step's objective when theta is its answer
         log_z_theta = self.next_log_z if self.next_log_z is not None else self.oracle.flat(theta)[0]
         mus, value, evals, converged = self._expected(theta)
-        targets = [Factor(c, np.clip(mu, 0, None) / np.clip(mu, 0, None).sum()) for c, mu in zip(P.scopes, mus)]
+        clipped = np.clip(P.join(mus), 0, None)  # each table normalised, in a few array operations
+        clipped /= np.repeat(np.add.reduceat(clipped, P.offsets[:-1]), np.diff(P.offsets))
+        targets = [Factor._unchecked(c, t) for c, t in zip(P.scopes, P.split(clipped))]
         # M-step from theta - lambda: its marginals are the E-step's exactly, so it is the optimum
         # without the L2 term and the penalised optimum is close (the M-step then takes a few steps).
         obs = self.observation

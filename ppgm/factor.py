@@ -102,6 +102,15 @@ class Factor:
     variables: tuple
     values: np.ndarray
 
+    @classmethod
+    def _unchecked(cls, variables: tuple, values: np.ndarray) -> "Factor":
+        """A factor the engine made itself (a tuple of distinct names, an array of matching rank): no
+        checks, for the thousands of tables a fit rebuilds per iteration."""
+        f = object.__new__(cls)
+        object.__setattr__(f, "variables", variables)
+        object.__setattr__(f, "values", values)
+        return f
+
     def __post_init__(self) -> None:
         variables = tuple(self.variables)
         values = np.asarray(self.values)

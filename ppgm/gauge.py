@@ -53,63 +53,83 @@ class Gauge:
         sizes = [int(np.prod(sh)) for sh in shapes]
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         self.size = int(offsets[-1])
-        # 1. subset means: m[s, v] = the table's mean over the axes outside v (v may be empty)
+        order = {v: i for i, v in enumerate(domain.variables)}
+        # The three sparse maps are built from index templates that depend only on a table's shape and
+        # the axes involved, each template laid out once for all the tables that share it (a model of a
+        # thousand tables has a handful of shapes).
+        by_shape: dict = {}
+        for t, sh in enumerate(shapes):
+            by_shape.setdefault(sh, []).append(t)
+        # 1. subset means: m[t, v] = table t's mean over the axes outside v (v may be empty)
         m_at: dict = {}
         rows, cols, vals = [], [], []
         top = 0
-        for t, (s, sh) in enumerate(zip(self.scopes, shapes)):
-            coords = np.indices(sh).reshape(len(s), -1)
-            for r in range(len(s) + 1):
-                for v in itertools.combinations(range(len(s)), r):
+        for sh, ts in by_shape.items():
+            size, k = int(np.prod(sh)), len(sh)
+            coords = np.indices(sh).reshape(k, -1)
+            table_cells = offsets[ts][:, None] + np.arange(size)
+            for r in range(k + 1):
+                for v in itertools.combinations(range(k), r):
                     vsh = tuple(sh[i] for i in v)
                     n_v = int(np.prod(vsh))
-                    m_at[t, v] = (top, vsh)
-                    rows.append(top + (np.ravel_multi_index([coords[i] for i in v], vsh) if v else np.zeros(sizes[t], int)))
-                    cols.append(offsets[t] + np.arange(sizes[t]))
-                    vals.append(np.full(sizes[t], n_v / sizes[t]))
-                    top += n_v
+                    base = np.ravel_multi_index([coords[i] for i in v], vsh) if v else np.zeros(size, int)
+                    starts = top + n_v * np.arange(len(ts))
+                    rows.append((starts[:, None] + base).ravel())
+                    cols.append(table_cells.ravel())
+                    vals.append(np.full(len(ts) * size, n_v / size))
+                    m_at.update({(t, v): (int(a), vsh) for t, a in zip(ts, starts)})
+                    top += n_v * len(ts)
         self._mean = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(top, self.size))
         # 2. for each interaction set U: f_U = sum over tables t containing U of their U-components,
         #    comp_{t,U} = sum over V subset of U of (-1)^{|U|-|V|} m[t, V] (Moebius inversion of the means)
-        order = {v: i for i, v in enumerate(domain.variables)}
         holders: dict = {}
         for t, s in enumerate(self.scopes):
             for r in range(1, len(s) + 1):
                 for u in itertools.combinations(range(len(s)), r):
-                    key = tuple(sorted((s[i] for i in u), key=order.__getitem__))
-                    holders.setdefault(key, []).append(t)
-        f_rows, f_cols, f_vals, f_at, f_count = [], [], [], {}, []
-        f_top = 0
+                    holders.setdefault(tuple(sorted((s[i] for i in u), key=order.__getitem__)), []).append(t)
+        f_at, f_count, f_top = {}, [], 0
         for U, ts in holders.items():
-            ush = domain.shape(U)
-            cu = np.indices(ush).reshape(len(U), -1)
             f_at[U] = f_top
+            f_count.append(np.full(domain.size(U), 1.0 / len(ts)))
+            f_top += domain.size(U)
+        pairs: dict = {}  # (table shape, U's axes in the table, in U's order) -> [(f_at[U], t)]
+        for U, ts in holders.items():
             for t in ts:
-                s = self.scopes[t]
-                for r in range(len(U) + 1):
-                    for V in itertools.combinations(U, r):
-                        v = tuple(sorted(s.index(x) for x in V))  # V's axes in table t's order
-                        start, vsh = m_at[t, v]
-                        idx = [cu[U.index(s[i])] for i in v]
-                        f_rows.append(f_top + np.arange(cu.shape[1]))
-                        f_cols.append(start + (np.ravel_multi_index(idx, vsh) if v else np.zeros(cu.shape[1], int)))
-                        f_vals.append(np.full(cu.shape[1], (-1.0) ** (len(U) - r)))
-            f_count.append(np.full(cu.shape[1], 1.0 / len(ts)))
-            f_top += cu.shape[1]
+                pairs.setdefault((shapes[t], tuple(self.scopes[t].index(x) for x in U)), []).append((f_at[U], t))
+        f_rows, f_cols, f_vals = [], [], []
+        for (sh, u_pos), members in pairs.items():
+            ush = tuple(sh[p] for p in u_pos)
+            n_u = int(np.prod(ush))
+            cu = np.indices(ush).reshape(len(u_pos), -1)
+            f_base = np.array([f for f, _ in members])
+            for r in range(len(u_pos) + 1):
+                for V in itertools.combinations(range(len(u_pos)), r):  # V as positions within U
+                    v = tuple(sorted(u_pos[j] for j in V))  # V's axes in the table's order
+                    vsh = tuple(sh[i] for i in v)
+                    idx = np.ravel_multi_index([cu[u_pos.index(i)] for i in v], vsh) if v else np.zeros(n_u, int)
+                    m_base = np.array([m_at[t, v][0] for _, t in members])
+                    f_rows.append((f_base[:, None] + np.arange(n_u)).ravel())
+                    f_cols.append((m_base[:, None] + idx).ravel())
+                    f_vals.append(np.full(len(members) * n_u, (-1.0) ** (len(u_pos) - r)))
         F = sparse.csr_matrix((np.concatenate(f_vals), (np.concatenate(f_rows), np.concatenate(f_cols))), shape=(f_top, top))
         # 3. back to the tables: each table takes share_{t,U} = (1 / w_t) / sum over holders (1 / w) of f_U
-        b_rows, b_cols, b_vals = [], [], []
+        backs: dict = {}  # (table shape, U's axes in the table, in U's order) -> [(offset of t, f_at[U], share)]
         for t, (s, sh) in enumerate(zip(self.scopes, shapes)):
-            coords = np.indices(sh).reshape(len(s), -1)
             for r in range(1, len(s) + 1):
                 for u in itertools.combinations(range(len(s)), r):
                     U = tuple(sorted((s[i] for i in u), key=order.__getitem__))
                     inv_w = [domain.size(U) / sizes[h] for h in holders[U]]
                     share = (domain.size(U) / sizes[t]) / sum(inv_w)
-                    idx = [coords[s.index(x)] for x in U]
-                    b_rows.append(offsets[t] + np.arange(sizes[t]))
-                    b_cols.append(f_at[U] + np.ravel_multi_index(idx, domain.shape(U)))
-                    b_vals.append(np.full(sizes[t], share))
+                    backs.setdefault((sh, tuple(s.index(x) for x in U)), []).append((offsets[t], f_at[U], share))
+        b_rows, b_cols, b_vals = [], [], []
+        for (sh, u_pos), members in backs.items():
+            size = int(np.prod(sh))
+            coords = np.indices(sh).reshape(len(sh), -1)
+            idx = np.ravel_multi_index([coords[p] for p in u_pos], tuple(sh[p] for p in u_pos))
+            off, fa, share = (np.array(c) for c in zip(*members))
+            b_rows.append((off[:, None] + np.arange(size)).ravel())
+            b_cols.append((fa[:, None] + idx).ravel())
+            b_vals.append(np.repeat(share, size))
         B = sparse.csr_matrix((np.concatenate(b_vals), (np.concatenate(b_rows), np.concatenate(b_cols))), shape=(self.size, f_top))
         self._back = (B @ F).tocsr()
         self._back_mean = (B @ sparse.diags(np.concatenate(f_count)) @ F).tocsr()

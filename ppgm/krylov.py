@@ -2,8 +2,10 @@
 gradients and the Fisher-information product of an exponential family through its marginals.
 
 The Hessian of log Z at theta is the covariance of the sufficient statistics (the Fisher
-information F), and F v is the directional derivative of the marginals along v: one extra
-calibration per product (a forward difference), never the matrix itself.
+information F), and F v is the directional derivative of the marginals along v: here one extra
+calibration per product (a forward difference), never the matrix itself. It loses about half the
+digits, so exact models use the junction tree's own product (:meth:`ppgm.JunctionTree.fisher`);
+this one serves loopy (Bethe) marginals.
 """
 
 from __future__ import annotations

@@ -43,9 +43,20 @@ class MarkovNetwork:
             expected = self.domain.shape(f.variables)
             if f.shape != expected:
                 raise ValueError(f"factors[{i}]: scope {f.variables} needs shape {expected}, got {f.shape}")
-            if np.isnan(f.values).any() or np.isposinf(f.values).any():
-                raise ValueError(f"factors[{i}]: log-potentials must be finite or -inf (found NaN or +inf)")
+        every = np.concatenate([np.ravel(f.values) for f in factors]) if factors else np.zeros(0)  # one check for all
+        if np.isnan(every).any() or np.isposinf(every).any():
+            i = next(i for i, f in enumerate(factors) if np.isnan(f.values).any() or np.isposinf(f.values).any())
+            raise ValueError(f"factors[{i}]: log-potentials must be finite or -inf (found NaN or +inf)")
         object.__setattr__(self, "factors", factors)
+
+    @classmethod
+    def _unchecked(cls, domain: Domain, factors: tuple) -> "MarkovNetwork":
+        """A network of factors the engine made itself over ``domain`` (known scopes and shapes, finite
+        values): no checks, for the fits that rebuild one per iteration."""
+        m = object.__new__(cls)
+        object.__setattr__(m, "domain", domain)
+        object.__setattr__(m, "factors", tuple(factors))
+        return m
 
     @property
     def scopes(self) -> list:

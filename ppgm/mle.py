@@ -8,13 +8,18 @@ This is the M-step of CGM-EM, and with simplex-projected noisy marginals it is t
 CGM paper.
 
 ``method="newton"`` (taken by ``"auto"`` whenever it applies) solves the same problem by a truncated
-Newton method that knows the problem's two scales. Along the gauge space G (``ppgm.gauge``) the likelihood is affine, so the penalised
-optimum there is one closed-form step. On G's complement the Hessian is the Fisher information
-plus 2 l2: its products with a direction are directional derivatives of the junction tree's
-marginals (one extra calibration each), and its diagonal, mu (1 - mu) + 2 l2, is a Jacobi
-preconditioner that removes the rare cells' small curvature. Conjugate gradients run on G's
-complement (each preconditioned residual projected), then an Armijo line search. Near the optimum
-one or two Newton steps of 10-20 products each replace hundreds of L-BFGS iterations.
+Newton method that knows the problem's two scales. Along the gauge space G (``ppgm.gauge``) the
+likelihood is affine, so the penalised optimum there is one closed-form step. On G's complement the
+Hessian is the Fisher information plus 2 l2. Its products with a direction are exact, from two passes
+over the junction tree (:meth:`JunctionTree.fisher`). When every clique of the tree is one of the
+scopes (trees of measured tables), the tree's inverse Fisher information, block-diagonal in the
+cliques' conditionals (:meth:`JunctionTree.inverse_fisher`), preconditions conjugate gradients, which
+then take a few products at any size of tree; otherwise the Jacobi diagonal mu (1 - mu) + 2 l2 does.
+Conjugate gradients run on G's complement (each preconditioned residual projected), then an Armijo
+line search whose step a cap on the largest change bounds, extended while the cap alone held it back.
+A cold start begins at the targets' conditionals along the tree (their log-interactions otherwise)
+and, for a weight below ``PATH_START``, follows the path of weights down in half-decades: at the
+paper's 1 / N the optimum's potentials can lie hundreds of nats away (``docs/scale.md``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import warnings
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -89,7 +94,11 @@ class _Parameters:
         return np.concatenate([np.asarray(t, dtype=float).ravel() for t in tables]) if tables else np.zeros(0)
 
     def model(self, x: np.ndarray) -> MarkovNetwork:
-        return MarkovNetwork(self.domain, [Factor(s, t) for s, t in zip(self.scopes, self.split(x))])
+        """The network of flat parameters ``x`` (scopes and shapes are this layout's; NaN or +inf
+        entries are refused, as the checked constructor would)."""
+        if np.isnan(x).any() or np.isposinf(x).any():
+            return MarkovNetwork(self.domain, [Factor(s, t) for s, t in zip(self.scopes, self.split(x))])  # names the table
+        return MarkovNetwork._unchecked(self.domain, tuple(Factor._unchecked(s, t) for s, t in zip(self.scopes, self.split(x))))
 
 
 class MarginalOracle:
@@ -115,6 +124,7 @@ class MarginalOracle:
         sizes = [int(np.prod(sh)) for sh in shapes]
         cells = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         row_parts, col_parts = [], []
+        whole: dict = {}  # clique -> the rows of the first scope that is the whole clique
         for s, offset in zip(self.params.scopes, self.params.offsets[:-1]):
             i = t.home(s)
             clique = t.cliques[i]
@@ -122,6 +132,12 @@ class MarginalOracle:
             sub = [coords[clique.index(v)] for v in s]
             row_parts.append(offset + (np.ravel_multi_index(sub, domain.shape(s)) if s else np.zeros(sizes[i], int)))
             col_parts.append(cells[i] + np.arange(sizes[i]))
+            if len(s) == len(clique):
+                whole.setdefault(i, row_parts[-1])
+        # the parameter holding each cell when every clique is one of the scopes (the others its subsets):
+        # Newton's steps are then preconditioned by the tree's exact inverse Fisher information
+        self._clique_params = (np.concatenate([whole[i] for i in range(len(t.cliques))]).astype(np.intp)
+                               if len(whole) == len(t.cliques) else None)
         rows, cols = np.concatenate(row_parts), np.concatenate(col_parts)
         self._A = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(self.params.size, cells[-1]))
         self._At = self._A.T.tocsr()
@@ -135,6 +151,66 @@ class MarginalOracle:
             param_of_cell = np.empty(cols.size, dtype=np.intp)
             param_of_cell[cols] = rows
             self._gather = (cell_of_param, param_of_cell)
+
+    def fisher(self, x: np.ndarray, mu: np.ndarray | None = None) -> Callable[[np.ndarray], np.ndarray]:
+        """``v -> F(x) v``, the Fisher information at ``x`` times a direction: the derivative of the
+        scopes' marginals along ``v``. Exact on the junction tree (:meth:`JunctionTree.fisher`,
+        from one calibration, reused for every product); a forward difference of Bethe marginals
+        otherwise. ``mu``: the flat marginals at ``x`` when the caller has them (with every scope a
+        clique of its own they are the tree's beliefs, and no calibration is needed)."""
+        if not self.exact:
+            mu0 = self.flat(x)[1] if mu is None else mu
+            return lambda v: fisher_product(lambda z: self.flat(z)[1], x, mu0, v)
+        tree = self.tree
+        if self._gather is not None:
+            cell_of_param, param_of_cell = self._gather
+            F = tree.fisher((np.asarray(mu) if mu is not None else self.flat(x)[1])[param_of_cell])  # type: ignore[union-attr]
+            return lambda v: F(v[param_of_cell])[cell_of_param]
+        F = tree.fisher(tree.calibrate_flat(self._At @ x).flat_beliefs)  # type: ignore[union-attr]
+        return lambda v: self._A @ F(self._At @ v)
+
+    def inverse_fisher(self, mu: np.ndarray, ridge: float) -> Callable[[np.ndarray], np.ndarray] | None:
+        """``r -> J r``, the junction tree's inverse Fisher information
+        (:meth:`JunctionTree.inverse_fisher`) at the flat marginals ``mu`` in this parameter layout, when
+        every clique of the tree is one of the scopes (trees of measured cliques, with or without their
+        sub-tables); None otherwise. On consistent directions it inverts the Hessian of ``log Z``;
+        ``ridge`` stands for a penalty's curvature."""
+        idx = self._clique_params if self.exact else None
+        if idx is None:
+            return None
+        cells, sep, starts = self.tree._separator_groups()  # type: ignore[union-attr]  # exact: the tree exists
+        held = idx[cells]  # the same groups as parameter indices
+        w = np.asarray(mu, dtype=float)[idx] + ridge
+        inv_w = np.zeros(self.params.size)
+        inv_w[idx] = 1.0 / w  # zero on the scopes inside a clique: the whole clique's scope carries them
+        inv_ws = 1.0 / np.add.reduceat(w[cells], starts) if cells.size else np.zeros(0)
+
+        def apply(r: np.ndarray) -> np.ndarray:
+            out = r * inv_w
+            if held.size:
+                vs = np.add.reduceat(r[held], starts)
+                vs *= inv_ws
+                out[held] -= vs[sep]
+            return out
+        return apply
+
+    def canonical(self, mu: np.ndarray, ridge: float) -> np.ndarray | None:
+        """Log-potentials whose model has the tree's clique tables of ``mu`` (flat, this layout) as
+        its root marginal and its cliques' conditionals given their separators: ``log (mu_C + ridge)``
+        minus the log of its separator sums, on the scopes that are whole cliques (zero on their
+        sub-tables). For consistent marginals this is the maximum-likelihood fit; for noisy ones a
+        start inside the basin of Newton's method. None when some clique is not a scope."""
+        idx = self._clique_params if self.exact else None
+        if idx is None:
+            return None
+        cells, sep, starts = self.tree._separator_groups()  # type: ignore[union-attr]  # exact: the tree exists
+        w = np.asarray(mu, dtype=float)[idx] + ridge
+        log_w = np.log(w)
+        if cells.size:
+            log_w[cells] -= np.log(np.add.reduceat(w[cells], starts))[sep]
+        out = np.zeros(self.params.size)
+        out[idx] = log_w
+        return out
 
     @cached_property
     def gauge(self) -> Gauge:
@@ -243,11 +319,16 @@ def fit_marginals(
     for i, t in enumerate(targets):
         if t.shape != P.shapes[i]:
             raise ValueError(f"targets[{i}]: scope {t.variables} needs shape {P.shapes[i]}, got {t.shape}")
-        if not np.all(np.isfinite(t.values)):
-            raise ValueError(f"targets[{i}]: the table over {t.variables} has NaN or infinite entries")
-        if check_targets and ((t.values < 0).any() or abs(t.values.sum() - 1) > 1e-6):
-            raise ValueError(f"targets[{i}]: expected a probability table over {t.variables}")
     mu_hat = P.join([t.values for t in targets])
+    bad = np.logical_or.reduceat(~np.isfinite(mu_hat), P.offsets[:-1]) if mu_hat.size else np.zeros(0, bool)  # NaN / inf
+    if check_targets and not bad.any():
+        bad = (np.minimum.reduceat(mu_hat, P.offsets[:-1]) < 0) | (np.abs(np.add.reduceat(mu_hat, P.offsets[:-1]) - 1) > 1e-6)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"targets[{i}]: expected a probability table over {targets[i].variables}")
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"targets[{i}]: the table over {targets[i].variables} has NaN or infinite entries")
     if init is not None:
         if [f.variables for f in init.factors] != scopes:
             raise ValueError("init: its factors must have the targets' scopes, in order")
@@ -265,14 +346,22 @@ def fit_marginals(
     if method == "newton" and not newton_ok:
         raise ValueError("method: 'newton' needs l2 > 0, a junction-tree oracle and untied tables; use 'auto' or 'lbfgs'")
     if method != "lbfgs" and newton_ok:
-        if init is None:  # start from the targets' log-interactions, pooled over the tables sharing each
-            x0 = oracle.gauge.pool(np.log(np.clip(mu_hat, 0, None) + l2))
+        start = init_marginals if init is not None else None
+        if init is None:
+            # a cold start follows the path of weights from PATH_START down to l2 in half-decades, each fit
+            # (to PATH_TOL) starting the next: the optimum's potentials grow like the targets' inconsistency
+            # over 2 l2, beyond the reach of Newton's quadratic model from any fixed start when l2 is tiny
+            # (a tree of 1,000 noisy tables at 1 / N: unconverged after 1,000 calibrations cold, 6 fits of
+            # 4-16 steps along the path; docs/scale.md)
+            path = l2 * PATH_STEP ** np.arange(int(np.ceil(np.log(PATH_START / l2) / np.log(PATH_STEP))), 0, -1)
+            x0 = _start(oracle, mu_hat, float(path[0]) if path.size else l2)
+            for w in path:  # (the path's objectives are at other weights: not in the history)
+                x0, _, _, _ = _newton(oracle, mu_hat, float(w), x0, max_iter, max(tol, PATH_TOL), [])
         # "auto" gives Newton the calibrations max_iter L-BFGS iterations would take; if that is not enough
         # (near-noise, inconsistent targets with a tiny l2: the optimum is far and Newton's model poor there),
         # L-BFGS continues from Newton's point with its own max_iter
         x, value, converged, nit = _newton(oracle, mu_hat, l2, x0, max_iter, tol, history,
-                                           max_evals=max_iter if method == "auto" else None,
-                                           start=init_marginals if init is not None else None)
+                                           max_evals=max_iter if method == "auto" else None, start=start)
         if converged or method == "newton":
             if warn and not converged:
                 warnings.warn(f"fit_marginals: {nit} Newton steps did not meet tol={tol}; the fit is approximate",
@@ -305,6 +394,18 @@ def fit_marginals(
         warnings.warn(f"fit_marginals: L-BFGS stopped after {res.nit} iterations before its tolerance was met "
                       f"({res.message}); the fit is approximate", ConvergenceWarning, stacklevel=2)
     return FitResult(P.model(theta), float(-res.fun), bool(res.success), history)
+
+
+PATH_START = 1e-2  # a cold Newton fit at a smaller weight (per record) follows the path of weights from here ...
+PATH_STEP = np.sqrt(10.0)  # ... in half-decades ...
+PATH_TOL = 1e-2  # ... each fit on the way to this gradient
+
+
+def _start(oracle: MarginalOracle, mu_hat: np.ndarray, l2: float) -> np.ndarray:
+    """A cold start: the targets' conditionals along the junction tree when every clique is a scope,
+    else their log-interactions pooled over the tables sharing each."""
+    x0 = oracle.canonical(np.clip(mu_hat, 0, None), l2)
+    return x0 if x0 is not None else oracle.gauge.pool(np.log(np.clip(mu_hat, 0, None) + l2))
 
 
 def newton_applies(oracle: MarginalOracle, l2: float, tie: Tying | None) -> bool:
@@ -368,9 +469,6 @@ def _newton(oracle: MarginalOracle, mu_hat: np.ndarray, l2: float, x: np.ndarray
     def objective(y, log_z):
         return float(y @ mu_hat - log_z - l2 * (y @ y)) + g_const
 
-    def marg(y):
-        return calibrate(y)[1]
-
     f = objective(y, log_z)
     g0 = None
     for it in range(max_iter + 1):
@@ -381,11 +479,16 @@ def _newton(oracle: MarginalOracle, mu_hat: np.ndarray, l2: float, x: np.ndarray
             return y + g, f, True, it
         if it == max_iter or (max_evals is not None and evals[0] >= max_evals):
             break
-        d = mu * (1 - mu) + 2 * l2  # the Hessian's diagonal: Jacobi preconditioner
-        step, _ = pcg(lambda v: fisher_product(marg, y, mu, v) + 2 * l2 * v, grad, lambda r: gauge.project(r / d),
+        J = oracle.inverse_fisher(mu, 2 * l2)  # the tree's inverse Hessian where it has one, else Jacobi's
+        if J is None:
+            d = mu * (1 - mu) + 2 * l2
+            J = lambda r: r / d  # noqa: E731
+        F = oracle.fisher(y, mu)
+        step, _ = pcg(lambda v: F(v) + 2 * l2 * v, grad, lambda r: gauge.project(J(r)),
                       cg_iter, rtol=CG_RTOL * max(1e-4, min(1.0, np.sqrt(g_norm / g0))))
         slope = float(grad @ step)
         t = min(1.0, MAX_STEP / float(np.abs(step).max()))
+        capped = t < 1.0
         noise = 1e-13 * max(1.0, abs(f))  # the objective's rounding: gains below it are invisible
         while True:
             trial = y + t * step
@@ -393,9 +496,17 @@ def _newton(oracle: MarginalOracle, mu_hat: np.ndarray, l2: float, x: np.ndarray
             f_new = objective(trial, log_z)
             if f_new >= f + 1e-4 * t * slope - noise or t < 1e-10:
                 break
-            t *= 0.5
+            t, capped = t * 0.5, False
         if f_new < f - noise:  # no ascent along the Newton direction
             break
+        while capped:  # the cap held and its step was taken whole: the quadratic model may reach further (cells
+            t2 = min(1.0, 4 * t)  # whose probability is negligible move on the penalty alone, a true quadratic)
+            trial2 = y + t2 * step
+            log_z2, mu2 = calibrate(trial2)
+            f2 = objective(trial2, log_z2)
+            if not f2 >= max(f_new, f + 1e-4 * t2 * slope - noise):
+                break
+            t, trial, log_z, mu_new, f_new, capped = t2, trial2, log_z2, mu2, f2, t2 < 1.0
         y, f, mu = trial, f_new, mu_new
         history.append(f)
     return y + g, f, False, it

@@ -31,10 +31,34 @@ def project_simplex(v, total: float = 1.0) -> np.ndarray:
         raise ValueError("v: contains NaN or infinite entries")
     if not total > 0:
         raise ValueError(f"total: expected a positive number, got {total}")
-    flat = v.ravel()
-    u = np.sort(flat)[::-1]
-    css = np.cumsum(u) - total
-    idx = np.arange(1, u.size + 1)
-    rho = np.flatnonzero(u - css / idx > 0)[-1]
-    tau = css[rho] / (rho + 1)
-    return np.maximum(flat - tau, 0.0).reshape(v.shape)
+    return project_rows(v.reshape(1, -1), total)[0].reshape(v.shape)
+
+
+def project_rows(rows: np.ndarray, total: float = 1.0) -> np.ndarray:
+    """:func:`project_simplex` of every row of a 2-d array at once (tables of one size projected in a
+    few array operations, not one call each).
+
+    Parameters
+    ----------
+    rows : numpy.ndarray
+        ``(m, n)``, finite.
+    total : float
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(m, n)``, each row on the simplex.
+
+    Examples
+    --------
+    >>> project_rows(np.array([[0.5, 0.8, -0.3], [2.0, 0.0, 0.0]])).round(6).tolist()
+    [[0.35, 0.65, 0.0], [1.0, 0.0, 0.0]]
+    """
+    rows = np.asarray(rows, dtype=float)
+    m, n = rows.shape
+    u = -np.sort(-rows, axis=1)
+    css = np.cumsum(u, axis=1) - total
+    above = u - css / np.arange(1, n + 1) > 0  # true on a prefix of each sorted row (its first entry always)
+    rho = n - 1 - np.argmax(above[:, ::-1], axis=1)
+    tau = css[np.arange(m), rho] / (rho + 1)
+    return np.maximum(rows - tau[:, None], 0.0)

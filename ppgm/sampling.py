@@ -124,24 +124,30 @@ def sample_clique_tables(model: MarkovNetwork, n: int, seed=None, calibration: C
     n = _check_n(n)
     rng = as_generator(seed)
     cal = _calibrated(model, calibration)
-    t, dom = cal.tree, model.domain
-    out: list = [None] * len(t.cliques)
-    for i in t.order:
-        sep, rest, perm, p = _given_separator(cal, i)
-        if t.parent[i] < 0:
-            at_sep = np.array([n])
-        else:  # the separator's counts, read off the parent's table
-            par = t.cliques[t.parent[i]]
-            at_sep = np.transpose(out[t.parent[i]], [par.index(v) for v in sep] + [a for a, v in enumerate(par) if v not in sep])
-            at_sep = at_sep.reshape(dom.size(sep), -1).sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            total = p.sum(axis=1, keepdims=True)
-            cond = np.where(total > 0, p / np.where(total > 0, total, 1.0), 1.0 / p.shape[1])
-        cond = cond / cond.sum(axis=1, keepdims=True)
-        counts = rng.multinomial(at_sep, cond)  # one row per separator cell
-        table = counts.reshape(dom.shape(sep) + dom.shape(rest))
-        out[i] = np.transpose(table, np.argsort(perm)).astype(np.int64)
-    return out
+    t = cal.tree
+    plan = t._plan()
+    starts, sizes, shapes = plan["starts"], plan["sizes"], plan["shapes"]
+    mu = cal.flat_beliefs
+    counts = np.zeros(mu.size, dtype=np.int64)
+    root = t.order[0]
+    a, k = int(starts[root]), int(sizes[root])
+    counts[a:a + k] = rng.multinomial(n, _normalised(mu[a:a + k][None, :])[0])
+    for L in t._levels().levels:  # root outwards: every child of one depth given its parent's counts
+        at_sep = np.add.reduceat(counts[L.parent_cells], L.parent_seg)
+        runs = np.diff(np.append(L.child_seg, L.child_cells.size))  # each separator cell's child cells
+        for length in np.unique(runs):  # one multinomial call per run length
+            which = np.flatnonzero(runs == length)
+            cells = L.child_cells[L.child_seg[which][:, None] + np.arange(length)]
+            counts[cells] = rng.multinomial(at_sep[which], _normalised(mu[cells]))
+    return [counts[a:a + k].reshape(sh) for a, k, sh in zip(starts, sizes, shapes)]
+
+
+def _normalised(p: np.ndarray) -> np.ndarray:
+    """Rows of ``p`` scaled to sum to one (uniform where a row is all zero)."""
+    total = p.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(total > 0, p / np.where(total > 0, total, 1.0), 1.0 / p.shape[1])
+    return out / out.sum(axis=1, keepdims=True)
 
 
 def sample_bayes(model: BayesianNetwork, n: int, seed=None) -> np.ndarray:

@@ -82,6 +82,22 @@ def small_markov_networks(draw, max_vars=6, max_card=3, max_scope=3, max_factors
     return m
 
 
+def indicator_moments(model, scopes):
+    """The mean and covariance of the cell indicators of ``scopes`` (each table ravelled in C order,
+    concatenated) under ``model``, by enumeration of the joint: the marginals and the Fisher information."""
+    J = model.joint_log_table()
+    p = np.exp(J - np.logaddexp.reduce(J.ravel())).ravel()
+    idx = np.indices(model.domain.shape(model.domain.variables)).reshape(len(model.domain), -1)
+    feats = []
+    for s in scopes:
+        sh = model.domain.shape(s)
+        cell = np.ravel_multi_index([idx[model.domain.index(v)] for v in s], sh) if s else np.zeros(idx.shape[1], int)
+        feats.append(np.eye(int(np.prod(sh)))[cell])
+    phi = np.hstack(feats)
+    mean = p @ phi
+    return mean, (phi * p[:, None]).T @ phi - np.outer(mean, mean)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
-from conftest import brute_log_z, brute_marginal, small_markov_networks
+from conftest import brute_log_z, brute_marginal, indicator_moments, small_markov_networks
 from hypothesis import HealthCheck, given, settings
 
 from ppgm import Domain, Factor, JunctionTree, JunctionTreeTooLarge, MarkovNetwork, infer
-from ppgm.random_models import grid, third_order_chain
+from ppgm.random_models import grid, pairwise_dirichlet, third_order_chain
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -226,3 +226,60 @@ def test_columns_calibrate_like_one_model_each_in_both_schedules():
             np.testing.assert_allclose(b_log[:, j], one.flat_beliefs, atol=1e-12)
     with pytest.raises(ValueError, match="psi, keep"):
         tree.calibrate_columns(psi, keep[:-1])
+
+
+def _tree_model(n, k, seed, extra_edges=()):
+    """A random recursive tree (several children per level) whose potentials span a few nats."""
+    rng = np.random.default_rng(seed)
+    edges = [(int(rng.integers(0, i)), i) for i in range(1, n)] + list(extra_edges)
+    return pairwise_dirichlet(edges, n, k, alpha=0.5, seed=seed)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_markov_networks(max_vars=5, max_card=3, max_scope=3, max_factors=5, allow_zeros=False))
+def test_exact_fisher_product_is_the_covariance_of_the_clique_indicators(model):
+    """F v from the tree's two passes against the covariance of the junction tree's clique
+    indicators, by enumeration (loopy graphs, several levels, forests, potentials of any scale)."""
+    jt = JunctionTree.build(model.domain, model.scopes)
+    cal = jt.calibrate(model)
+    mean, cov = indicator_moments(model, jt.cliques)
+    np.testing.assert_allclose(cal.flat_beliefs, mean, atol=1e-10)
+    v = np.random.default_rng(0).normal(size=jt.cells)
+    np.testing.assert_allclose(jt.fisher(cal.flat_beliefs)(v), cov @ v, atol=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_inverse_fisher_inverts_the_fisher_on_consistent_directions(seed):
+    """F J v = v for every consistent change v of the clique marginals (brute-force F), on trees and
+    forests with several children per level; J is symmetric positive semi-definite; with a ridge it
+    approaches the inverse of F + ridge where cells are rare."""
+    rng = np.random.default_rng(seed)
+    model = _tree_model(7, 3, seed) if seed % 2 == 0 else pairwise_dirichlet([(0, 1), (1, 2), (1, 3), (4, 5), (4, 6)], 7, 3, alpha=0.5, seed=seed)
+    jt = JunctionTree.build(model.domain, model.scopes)
+    mu = jt.calibrate(model).flat_beliefs
+    _, F = indicator_moments(model, jt.cliques)
+    J = np.column_stack([jt.inverse_fisher(mu)(e) for e in np.eye(jt.cells)])
+    np.testing.assert_allclose(J, J.T, atol=1e-9)
+    assert np.linalg.eigvalsh((J + J.T) / 2).min() > -1e-8
+    for _ in range(3):  # consistent directions: differences of two models' clique marginals on this tree
+        other = MarkovNetwork(model.domain, [Factor(f.variables, rng.normal(size=f.values.shape)) for f in model.factors])
+        v = jt.calibrate(other).flat_beliefs - mu
+        np.testing.assert_allclose(F @ (J @ v), v, atol=1e-9)
+    # an inconsistent direction is not inverted (J is not F's inverse everywhere: the gauge is F's null space)
+    w = rng.normal(size=jt.cells)
+    assert np.abs(F @ (J @ w) - w).max() > 1e-3
+
+
+def test_fisher_product_on_a_deep_tree_agrees_with_central_differences():
+    """A tree of 300 cliques (more than ten levels, too large to enumerate) against central differences
+    of two calibrations: the exact product agrees to the differences' own accuracy."""
+    model = _tree_model(300, 4, 5)
+    jt = JunctionTree.build(model.domain, model.scopes)
+    rng = np.random.default_rng(1)
+    psi = rng.normal(size=jt.cells)
+    v = rng.normal(size=jt.cells)
+    mu = jt.calibrate_flat(psi).flat_beliefs
+    h = 1e-5
+    central = (jt.calibrate_flat(psi + h * v).flat_beliefs - jt.calibrate_flat(psi - h * v).flat_beliefs) / (2 * h)
+    assert len(jt._levels().levels) > 10
+    np.testing.assert_allclose(jt.fisher(mu)(v), central, atol=1e-8)

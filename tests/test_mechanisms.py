@@ -20,7 +20,7 @@ from ppgm.mechanisms import (
     zcdp_epsilon,
 )
 from ppgm.noise import discrete_laplace_variance, opendp, opendp_cost
-from ppgm.projection import project_simplex
+from ppgm.projection import project_rows, project_simplex
 
 
 def _tables(n_tables=4, cells=5000, value=10):
@@ -210,3 +210,11 @@ def _brute_projection(v):
 def test_simplex_projection_is_exact(values):
     v = np.array(values)
     np.testing.assert_allclose(project_simplex(v), _brute_projection(v), atol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6), st.lists(st.floats(-5, 5), min_size=1, max_size=30))
+def test_row_projection_is_the_exact_projection_of_each_row(width, values):
+    """The batched projection (all tables of one size at once) is every row's brute-force projection."""
+    rows = np.resize(np.array(values), (max(1, len(values) // width), width))
+    np.testing.assert_allclose(project_rows(rows), np.array([_brute_projection(r) for r in rows]), atol=1e-9)

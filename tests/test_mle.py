@@ -3,12 +3,14 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import small_markov_networks
+from conftest import indicator_moments, small_markov_networks
 from hypothesis import HealthCheck, given, settings
 
 from ppgm import ConvergenceWarning, Domain, Factor
 from ppgm.mle import MarginalOracle, _Parameters, fit_marginals
-from ppgm.random_models import third_order_chain
+from ppgm import MarkovNetwork
+from ppgm import mle
+from ppgm.random_models import pairwise_dirichlet, third_order_chain
 
 
 def objective(domain, targets, l2, model):
@@ -100,3 +102,73 @@ def test_newton_warns_when_stopped_early():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fit_marginals(truth.domain, targets, l2=1e-4, tol=1e-12, max_iter=1, method="newton", warn=False)
+
+
+def _layouts():
+    """Parameter layouts: every scope a clique (a tree), cliques with their sub-tables (node and edge
+    tables, as MST-style releases), and pairs inside larger cliques (the third-order chain)."""
+    tree = pairwise_dirichlet([(0, 1), (1, 2), (1, 3), (3, 4)], 5, 3, alpha=0.5, seed=0)
+    nodes = MarkovNetwork(tree.domain, list(tree.factors) + [Factor((v,), np.zeros(3)) for v in tree.domain.variables])
+    return {"tree": tree, "tree with node tables": nodes, "third-order chain": third_order_chain(5, 2, seed=1)}
+
+
+@pytest.mark.parametrize("name", list(_layouts()))
+def test_oracle_fisher_and_its_tree_inverse_match_enumeration(name):
+    model = _layouts()[name]
+    oracle = MarginalOracle(model.domain, model.scopes)
+    P = oracle.params
+    x = P.join([f.values for f in model.factors])
+    mean, cov = indicator_moments(model, P.scopes)
+    log_z, mu = oracle.flat(x)
+    np.testing.assert_allclose(mu, mean, atol=1e-12)
+    v = np.random.default_rng(0).normal(size=P.size)
+    np.testing.assert_allclose(oracle.fisher(x, mu)(v), cov @ v, atol=1e-12)
+    np.testing.assert_allclose(oracle.fisher(x)(v), cov @ v, atol=1e-12)
+    J = oracle.inverse_fisher(mu, 0.0)
+    if name == "third-order chain":  # pairs inside 4-cliques: no tree inverse, no canonical start
+        assert J is None and oracle.canonical(mu, 0.0) is None
+        return
+    # on the gauge-free directions (the range of F), the projected tree inverse undoes F
+    g = oracle.gauge
+    r = g.project(cov @ v)
+    np.testing.assert_allclose(cov @ g.project(J(r)), r, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["tree", "tree with node tables"])
+def test_canonical_start_is_the_fit_of_consistent_tree_marginals(name):
+    """From a tree model's own marginals the canonical log-potentials (root marginal, conditionals
+    along the tree) give back exactly those marginals: the unpenalised maximum-likelihood fit."""
+    model = _layouts()[name]
+    oracle = MarginalOracle(model.domain, model.scopes)
+    P = oracle.params
+    _, mu = oracle.flat(P.join([f.values for f in model.factors]))
+    x = oracle.canonical(mu, 0.0)
+    np.testing.assert_allclose(oracle.flat(x)[1], mu, atol=1e-12)
+
+
+def test_a_cold_fit_at_a_tiny_weight_follows_the_path_and_converges():
+    """Noisy tables of a 40-node tree at l2 = 1 / N: the optimum's potentials are far from any fixed
+    start (hundreds of nats), where Newton alone stalls (unconverged after 50 steps); along the path of
+    weights it converges, to the optimum L-BFGS approaches from the same point."""
+    from ppgm.cgm import _naive_targets
+    from ppgm.measurement import Measurement
+    from ppgm.release_rule import simulated_release
+
+    rng = np.random.default_rng(0)
+    truth = pairwise_dirichlet([(int(rng.integers(0, i)), i) for i in range(1, 40)], 40, 8, alpha=1.0, seed=0)
+    tpl = [Measurement(f.variables, np.zeros(f.values.shape), "laplace", 2000.0) for f in truth.factors]
+    N = 1e5
+    targets = _naive_targets(simulated_release(truth, tpl, N, np.random.default_rng(1)), N, True)
+    fit = fit_marginals(truth.domain, targets, l2=1 / N, tol=1e-4, max_iter=50, method="newton")
+    assert fit.converged
+    polish = fit_marginals(truth.domain, targets, l2=1 / N, tol=1e-9, max_iter=5000, init=fit.model, method="lbfgs", warn=False)
+    assert polish.objective - fit.objective < 1e-6 * abs(fit.objective)
+    saved = mle.PATH_START
+    try:
+        mle.PATH_START = 1e-300  # no path: Newton from the canonical start alone
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cold = fit_marginals(truth.domain, targets, l2=1 / N, tol=1e-4, max_iter=50, method="newton")
+    finally:
+        mle.PATH_START = saved
+    assert not cold.converged and cold.objective < fit.objective - 1.0
