@@ -46,7 +46,8 @@ from .factor import Factor
 from .junction_tree import Calibration
 from .markov import MarkovNetwork
 from .measurement import Measurement
-from .mle import FitResult, MarginalOracle, fit_marginals, newton_applies
+from .krylov import pcg
+from .mle import CG_RTOL, FitResult, MarginalOracle, fit_marginals, newton_applies
 from .projection import project_rows
 from .progress import ConvergenceWarning, logger, progress_bar
 from .release_rule import N_BOOT, STEP, Choice, UndecidedWarning, choose_l2, kl_from, simulated_release, within_one_se
@@ -499,11 +500,14 @@ def _noise_constants(ms: Sequence[Measurement]) -> float:
 
 def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measurement], N: float,
                lam0: np.ndarray | None = None, max_iter: int = 500, tol: float = 1e-9, info: dict | None = None,
-               at_start: tuple | None = None):
+               at_start: tuple | None = None, method: str = "auto"):
     """Solve Problem 6 through its dual; returns (lambda, marginals, primal value, evaluations).
     ``info``, when given, receives ``converged`` (the solver's own test passed), its ``message``, and
     ``log_z`` and flat ``mu`` at the answer. ``at_start``: ``(log_z, mu)`` at theta - lam0 when the
-    caller has them (CGM-EM: the previous E-step's answer, unchanged by its M-step).
+    caller has them (CGM-EM: the previous E-step's answer, unchanged by its M-step). ``method``:
+    ``"newton"`` (truncated Newton, taken by ``"auto"`` when the dual is smooth: every table Gaussian or
+    moment-matched, none pooled, an exact oracle) or ``"lbfgs"`` (L-BFGS-B, which also takes the Laplace
+    tables' box).
     lambda has one entry per measured cell; a pooled table's enters every clique it sums
     (theta - P lambda, :func:`_observation`)."""
     obs = _observation(ms)
@@ -527,6 +531,12 @@ def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measureme
         val = lam @ y + 0.5 * (s2 * lam) @ lam + N * log_z
         return val, y + s2 * lam - N * pool(mu)
 
+    smooth = obs is None and oracle.exact and not np.isfinite(box).any() and bool((s2 > 0).all())
+    if method not in ("auto", "newton", "lbfgs") or (method == "newton" and not smooth):
+        raise ValueError(f"method: expected 'auto', 'lbfgs', or 'newton' on a smooth dual, got {method!r}")
+    if smooth and method != "lbfgs":
+        # a smooth, strictly convex dual (Gaussian or moment-matched tables): truncated Newton
+        return _estep_newton(oracle, theta, ms, y, s2, N, lam0, max_iter, tol, info, at_start, evals)
     x0 = np.zeros(y.size) if lam0 is None else np.clip(lam0, -box, box)
     # Diagonal preconditioning: the Hessian of N log Z(theta - l) has diagonal N mu (1 - mu) per cell;
     # optimising over z = h l with h = sqrt(that diagonal) makes L-BFGS-B see a far better conditioned problem.
@@ -556,6 +566,80 @@ def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measureme
         info.update(converged=converged, message=message, log_z=log_z, mu=mu)
     value = float(lam @ y + 0.5 * (s2 * lam) @ lam + N * log_z) + _noise_constants(ms)
     return lam, mus, value, evals[0]
+
+
+ESTEP_MAX_STEP = 30.0  # the largest change of a dual variable (a log-potential shift) in one Newton step
+
+
+def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measurement], y: np.ndarray, s2: np.ndarray,
+                  N: float, lam0: np.ndarray | None, max_iter: int, tol: float, info: dict | None, at_start: tuple | None,
+                  evals: list) -> tuple:
+    """:func:`estep_dual` by truncated Newton when the dual is smooth (no box: every table Gaussian,
+    or moment-matched) and unpooled on an exact oracle. The dual's Hessian is ``N F(theta - lambda) +
+    s2``: its products are exact (:meth:`MarginalOracle.fisher`), and it is preconditioned by the tree's
+    inverse Fisher information on the gauge's complement (``1 / s2`` along the gauge, where F
+    vanishes) or by its diagonal. The stopping test is L-BFGS-B's in its scaled variables: the
+    gradient over ``N sqrt(N mu (1 - mu) + s2)`` at the start, at most ``tol``."""
+    lam = np.zeros(y.size) if lam0 is None else np.array(lam0, dtype=float)
+
+    def calibrate(lam_: np.ndarray) -> tuple:
+        evals[0] += 1
+        return oracle.flat(theta - lam_)
+
+    if at_start is not None and lam0 is not None:
+        log_z, mu = float(at_start[0]), np.asarray(at_start[1])
+    else:
+        log_z, mu = calibrate(lam)
+    h = np.sqrt(N * mu * (1 - mu) + s2 + 1e-9 * N)
+
+    def value(lam_: np.ndarray, log_z_: float) -> float:
+        return float(lam_ @ y + 0.5 * (s2 * lam_) @ lam_ + N * log_z_)
+
+    f = value(lam, log_z)
+    gauge = oracle.gauge
+    converged, message = False, f"{max_iter} Newton steps without meeting the tolerance"
+    g0 = None
+    for _ in range(max_iter + 1):
+        grad = y + s2 * lam - N * mu
+        if float(np.abs(grad / h).max()) / N <= tol:
+            converged, message = True, "the scaled gradient is within tol"
+            break
+        if _ == max_iter:
+            break
+        g_norm = float(np.sqrt(grad @ grad))
+        g0 = g0 or g_norm
+        F = oracle.fisher(theta - lam, mu)
+        J = oracle.inverse_fisher(mu, s2 / N)
+        if J is None:
+            d = N * mu * (1 - mu) + s2
+            precondition = lambda r: r / d  # noqa: E731
+        else:
+            def precondition(r, J=J):
+                on = gauge.project(r)
+                return gauge.project(J(on)) / N + (r - on) / s2
+        step, _k = pcg(lambda v: N * F(v) + s2 * v, -grad, precondition, 100,
+                       rtol=CG_RTOL * max(1e-4, min(1.0, np.sqrt(g_norm / g0))))
+        slope = float(grad @ step)
+        if slope >= 0:  # not a descent direction (the products' rounding near the optimum): stop here
+            message = "no descent direction left"
+            break
+        t = min(1.0, ESTEP_MAX_STEP / float(np.abs(step).max()))
+        noise = 1e-13 * max(1.0, abs(f))
+        while True:
+            trial = lam + t * step
+            log_z_t, mu_t = calibrate(trial)
+            f_t = value(trial, log_z_t)
+            if f_t <= f + 1e-4 * t * slope + noise or t < 1e-10:
+                break
+            t *= 0.5
+        if f_t > f + noise:
+            message = "no decrease along the Newton direction"
+            break
+        lam, f, log_z, mu = trial, f_t, log_z_t, mu_t
+    mus = oracle.params.split(mu)
+    if info is not None:
+        info.update(converged=converged, message=message, log_z=log_z, mu=mu)
+    return lam, mus, f + _noise_constants(ms), evals[0]
 
 
 def estep_nlbp(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measurement], N: float,

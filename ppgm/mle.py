@@ -169,18 +169,18 @@ class MarginalOracle:
         F = tree.fisher(tree.calibrate_flat(self._At @ x).flat_beliefs)  # type: ignore[union-attr]
         return lambda v: self._A @ F(self._At @ v)
 
-    def inverse_fisher(self, mu: np.ndarray, ridge: float) -> Callable[[np.ndarray], np.ndarray] | None:
+    def inverse_fisher(self, mu: np.ndarray, ridge: float | np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
         """``r -> J r``, the junction tree's inverse Fisher information
         (:meth:`JunctionTree.inverse_fisher`) at the flat marginals ``mu`` in this parameter layout, when
         every clique of the tree is one of the scopes (trees of measured cliques, with or without their
         sub-tables); None otherwise. On consistent directions it inverts the Hessian of ``log Z``;
-        ``ridge`` stands for a penalty's curvature."""
+        ``ridge`` (a number, or one per parameter) stands for a penalty's curvature."""
         idx = self._clique_params if self.exact else None
         if idx is None:
             return None
         cells, sep, starts = self.tree._separator_groups()  # type: ignore[union-attr]  # exact: the tree exists
         held = idx[cells]  # the same groups as parameter indices
-        w = np.asarray(mu, dtype=float)[idx] + ridge
+        w = np.asarray(mu, dtype=float)[idx] + (ridge[idx] if np.ndim(ridge) else ridge)
         inv_w = np.zeros(self.params.size)
         inv_w[idx] = 1.0 / w  # zero on the scopes inside a clique: the whole clique's scope carries them
         inv_ws = 1.0 / np.add.reduceat(w[cells], starts) if cells.size else np.zeros(0)

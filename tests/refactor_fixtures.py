@@ -31,7 +31,10 @@ def environment() -> str:
     blas = config["Build Dependencies"]["blas"]
     simd = ",".join(config.get("SIMD Extensions", {}).get("found", []))
     np.dot(np.ones((2, 2)), np.ones((2, 2)))  # loads the BLAS, so that its kernel is reported
-    kernel = ",".join(sorted({str(i.get("architecture")) for i in threadpool_info() if i.get("user_api") == "blas"}))
+    # numpy's and scipy's own BLAS only: a solver imported earlier (cvxpy's SCS) loads a third OpenBLAS whose
+    # kernel name would otherwise make the same machine look like another, depending on the tests run before
+    kernel = ",".join(sorted({str(i.get("architecture")) for i in threadpool_info() if i.get("user_api") == "blas"
+                              and any(lib in str(i.get("filepath")) for lib in ("numpy.libs", "scipy.libs", "numpy/", "scipy/"))}))
     return (f"numpy {np.__version__}; scipy {scipy.__version__}; {blas.get('name')} {blas.get('version')}; "
             f"{platform.machine()}; simd {simd}; kernel {kernel}")
 

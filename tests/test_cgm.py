@@ -32,8 +32,8 @@ def _problem6_cvxpy(theta, ys, N):
     return [mab.value, mbc.value]
 
 
-@pytest.mark.parametrize("noise,scale", [("gaussian", 4.0), ("laplace", 3.0)])
-def test_estep_solves_problem_6_like_a_generic_convex_solver(noise, scale):
+@pytest.mark.parametrize("noise,scale,method", [("gaussian", 4.0, "newton"), ("gaussian", 4.0, "lbfgs"), ("laplace", 3.0, "auto")])
+def test_estep_solves_problem_6_like_a_generic_convex_solver(noise, scale, method):
     model = _chain3(1)
     truth = _chain3(2)
     N = 200.0
@@ -42,7 +42,7 @@ def test_estep_solves_problem_6_like_a_generic_convex_solver(noise, scale):
           for f in infer(truth).factor_marginals()]
     oracle = MarginalOracle(model.domain, [y.variables for y in ys])
     theta = oracle.params.join([f.values for f in model.factors])
-    lam, mus, _, _ = estep_dual(oracle, theta, ys, N)
+    lam, mus, _, _ = estep_dual(oracle, theta, ys, N, method=method)
     ref = _problem6_cvxpy([f.values for f in model.factors], ys, N)
     for got, want in zip(mus, ref):
         np.testing.assert_allclose(got, want, atol=2e-5)
@@ -51,6 +51,32 @@ def test_estep_solves_problem_6_like_a_generic_convex_solver(noise, scale):
         assert converged
         for got, want in zip(counts, ref):
             np.testing.assert_allclose(got / N, want, atol=1e-5)
+
+
+def test_newton_and_lbfgs_e_steps_agree_on_a_tree_of_fifty_tables():
+    """The smooth dual (moment-matched tables) solved by truncated Newton and by L-BFGS-B: one
+    optimum (strictly convex), so the same expected counts and value; Newton from a warm start takes
+    a few calibrations."""
+    from ppgm.cgm import _moment_matched
+    from ppgm.release_rule import simulated_release
+
+    rng = np.random.default_rng(0)
+    truth = pairwise_dirichlet([(int(rng.integers(0, i)), i) for i in range(1, 50)], 50, 4, alpha=1.0, seed=0)
+    N = 20_000.0
+    tpl = [Measurement(f.variables, np.zeros(f.values.shape), "laplace", 20.0) for f in truth.factors]
+    ys = _moment_matched(simulated_release(truth, tpl, N, np.random.default_rng(1)))
+    oracle = MarginalOracle(truth.domain, [y.variables for y in ys])
+    theta = oracle.params.join([np.zeros(f.values.shape) for f in truth.factors])
+    info_n, info_l = {}, {}
+    lam_n, mus_n, val_n, _ = estep_dual(oracle, theta, ys, N, tol=1e-10, method="newton", info=info_n)
+    lam_l, mus_l, val_l, _ = estep_dual(oracle, theta, ys, N, tol=1e-10, method="lbfgs", max_iter=5000, info=info_l)
+    assert info_n["converged"]
+    np.testing.assert_allclose(np.concatenate([m.ravel() for m in mus_n]), np.concatenate([m.ravel() for m in mus_l]), atol=1e-6)
+    assert val_n == pytest.approx(val_l, rel=1e-9)
+    _, _, _, evals = estep_dual(oracle, theta + 0.01, ys, N, lam0=lam_n, tol=1e-8, method="newton")
+    assert evals <= 8
+    with pytest.raises(ValueError, match="method"):
+        estep_dual(oracle, theta, [Measurement(y.variables, y.values, "laplace", 3.0) for y in ys], N, method="newton")
 
 
 def test_marginal_oracle_matches_brute_force_enumeration():
