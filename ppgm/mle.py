@@ -180,7 +180,7 @@ class MarginalOracle:
             return None
         cells, sep, starts = self.tree._separator_groups()  # type: ignore[union-attr]  # exact: the tree exists
         held = idx[cells]  # the same groups as parameter indices
-        w = np.asarray(mu, dtype=float)[idx] + (ridge[idx] if np.ndim(ridge) else ridge)
+        w = np.asarray(mu, dtype=float)[idx] + (np.asarray(ridge)[idx] if np.ndim(ridge) else ridge)
         inv_w = np.zeros(self.params.size)
         inv_w[idx] = 1.0 / w  # zero on the scopes inside a clique: the whole clique's scope carries them
         inv_ws = 1.0 / np.add.reduceat(w[cells], starts) if cells.size else np.zeros(0)
