@@ -283,3 +283,20 @@ def test_fisher_product_on_a_deep_tree_agrees_with_central_differences():
     central = (jt.calibrate_flat(psi + h * v).flat_beliefs - jt.calibrate_flat(psi - h * v).flat_beliefs) / (2 * h)
     assert len(jt._levels().levels) > 10
     np.testing.assert_allclose(jt.fisher(mu)(v), central, atol=1e-8)
+
+
+def test_fisher_product_stays_finite_where_a_separator_cell_is_subnormal():
+    """A separator state of probability about 1e-320 (a subnormal float, whose inverse overflows): the
+    product divides by it instead of multiplying by its inverse, so it stays finite and exact."""
+    d = Domain(("A", "B", "C", "D"), (2, 2, 2, 2))
+    rare = np.array([[0.0, -737.0], [0.0, -737.0]])  # B = 1 costs 737 nats: p(B = 1) is about 1e-320
+    model = MarkovNetwork(d, [Factor(("A", "B"), rare), Factor(("B", "C"), np.array([[0.3, -0.2], [0.1, 0.4]])),
+                              Factor(("C", "D"), np.array([[0.5, 0.0], [-0.3, 0.2]]))])
+    jt = JunctionTree.build(d, model.scopes)
+    mu = jt.calibrate(model).flat_beliefs
+    assert 0 < mu.min() < np.finfo(float).tiny  # a subnormal belief
+    _, cov = indicator_moments(model, jt.cliques)
+    v = np.random.default_rng(0).normal(size=jt.cells) * 1e4
+    got = jt.fisher(mu)(v)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, cov @ v, atol=1e-9)
