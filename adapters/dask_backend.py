@@ -136,6 +136,8 @@ def dask_executor(client=None) -> DaskExecutor:
     >>> bool(np.array_equal(remote.model.theta, fit_maxent(tables, d, **kw).model.theta))
     True
     """
+    if client is not None and not hasattr(client, "submit"):
+        raise TypeError(f"client: expected None (Dask's current scheduler) or a distributed.Client, got {type(client).__name__}")
     return DaskExecutor(client)
 
 

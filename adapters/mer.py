@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, fields
-from typing import Hashable, Mapping, Sequence
+from typing import Hashable, Iterable, Mapping, Sequence
 
+import cvxpy as cp
 import networkx as nx
 import numpy as np
 import pandas as pd
@@ -23,7 +24,7 @@ from ppgm.mer_gaussian import GRAPH_TOL as GAUSSIAN_GRAPH_TOL
 from ppgm.mer_gaussian import GaussianMER
 from ppgm.sample_sets import SampleSet, pooled_counts, pooled_moments
 
-from .data import encode, sorted_states
+from .data import check_frame, encode, sorted_states
 from .models import markov_to_pgmpy
 
 KINDS = ("gaussian", "discrete")
@@ -89,6 +90,7 @@ class MERFit(MERResult):
         >>> fit.refit(gamma_ratio=8).gamma == 4 * fit.gamma
         True
         """
+        gamma, gamma_ratio, solver = _check_gamma(gamma, "gamma"), _check_gamma(gamma_ratio, "gamma_ratio"), _check_solver(solver)
         return MERFit._wrap(self.program_.mer(gamma, gamma_ratio, solver), self.domain, self.program_)
 
     def resolve(self, constraints: Sequence, gamma: float | None = None, solver: str | None = None) -> "MERFit":
@@ -291,6 +293,8 @@ SMALL_SET = 10
 def _sample_sets(samples: Sequence[pd.DataFrame]) -> list[pd.DataFrame]:
     if isinstance(samples, pd.DataFrame):
         samples = [samples]
+    if isinstance(samples, (str, bytes, Mapping)) or not isinstance(samples, Iterable):
+        raise TypeError(f"samples: expected a list of pandas DataFrames, got {type(samples).__name__}")
     samples = list(samples)
     if not samples:
         raise ValueError("samples: expected at least one DataFrame")
@@ -299,7 +303,27 @@ def _sample_sets(samples: Sequence[pd.DataFrame]) -> list[pd.DataFrame]:
             raise TypeError(f"samples[{k}]: expected a pandas DataFrame, got {type(df).__name__}")
         if len(df.columns) == 0:
             raise ValueError(f"samples[{k}]: has no columns")
+        check_frame(df, f"samples[{k}]")
     return samples
+
+
+def _check_solver(solver: str | None) -> str | None:
+    """A cvxpy solver that is installed here, or None (the package's policy)."""
+    if solver is None:
+        return None
+    installed = cp.installed_solvers()
+    if not isinstance(solver, str) or solver.upper() not in installed:
+        raise ValueError(f"solver: expected None or an installed cvxpy solver {sorted(installed)}, got {solver!r}")
+    return solver.upper()
+
+
+def _check_gamma(gamma, name: str) -> float | None:
+    """None, or a real number (its range is checked by the program)."""
+    if gamma is None:
+        return None
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: expected a number or None, got {type(gamma).__name__} {gamma!r:.40}")
+    return float(gamma)
 
 
 def _value_kind(col: pd.Series) -> str:
@@ -486,6 +510,7 @@ def mer(
     >>> fit.edges()
     [('a', 'b'), ('b', 'c')]
     """
+    gamma, gamma_ratio, solver = _check_gamma(gamma, "gamma"), _check_gamma(gamma_ratio, "gamma_ratio"), _check_solver(solver)
     program, domain = build_program(samples, kind, p, edges, **kwargs)
     return MERFit._wrap(program.mer(gamma, gamma_ratio, solver), domain, program)
 
@@ -527,5 +552,6 @@ def ini(
     >>> ini([full]).s_tilde < 1e-6   # one set observes everything: consistent statistics
     True
     """
+    solver = _check_solver(solver)
     program, domain = build_program(samples, kind, p, edges, **kwargs)
     return MERFit._wrap(program.ini(solver), domain, program)

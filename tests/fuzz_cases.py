@@ -58,11 +58,14 @@ def world() -> dict:
     df_agg = pd.DataFrame({"a": rng.choice(["p", "q", "r"], 300), "x": rng.normal(size=300), "y": rng.integers(0, 2, 300)})
     release = pa.release_tables(df_chain, chain, pa.LaplaceMechanism(1.0), seed=0, publish_n="public")
     agg = pa.aggregate(df_agg, label="y")
+    z = rng.multivariate_normal([0, 0, 0], [[1, 0.5, 0.2], [0.5, 1, 0.5], [0.2, 0.5, 1]], 300)
+    gauss = pd.DataFrame(z, columns=["a", "b", "c"])
+    sets = [gauss[["a", "b"]].iloc[:150], gauss[["b", "c"]].iloc[150:]]  # two sample sets sharing b (MER's input)
     tmp = tempfile.mkdtemp(prefix="ppgm_fuzz_")
     release.save(os.path.join(tmp, "release.npz"))
     agg.save(os.path.join(tmp, "agg.npz"))
     return dict(asia=asia, chain=chain, onetwothree=onetwothree, df_chain=df_chain, df_asia=df_asia, df_agg=df_agg,
-                release=release, agg=agg, tmp=tmp, engine_chain=pa.to_engine(chain), engine_asia=pa.to_engine(asia))
+                release=release, agg=agg, tmp=tmp, engine_chain=pa.to_engine(chain), engine_asia=pa.to_engine(asia), sets=sets)
 
 
 def _frames(df: pd.DataFrame, column: str, empty: bool = True, dropped: bool = True, missing: bool = True) -> list:
@@ -284,6 +287,17 @@ def entries() -> list[Entry]:
               {"edges": [[1.0], [2.0, 1.0], [0.0, NAN], "0 1", None, [0.0, "1"], [True, 2.0]]}),
         Entry("FeatureEncoder.categorical", pa.FeatureEncoder.categorical, lambda: dict(name="a", categories=["p", "q"]),
               {"categories": [[], "pq", None, ["p", "p"], [["p"]]]}),
+        Entry("mer", pa.mer, lambda: dict(samples=w["sets"]),
+              {"samples": [None, "x", [], [w["sets"][0].assign(a=NAN)], [w["sets"][0].assign(a=INF)], [w["sets"][0].iloc[:0], w["sets"][1]],
+                           [w["sets"][0].set_axis(["a", "a"], axis=1), w["sets"][1]], [w["sets"][0].assign(a="x")]],
+               "kind": ["x", None, 3], "gamma": [-1.0, NAN, "1", [1.0]], "p": [0, 2.0, NAN, "0.5"], "edges": [[("a", "zz")], "ab"],
+               "solver": ["nonexistent", 3], "gamma_ratio": [-1.0, 0.5, "2"]}),
+        Entry("ini", pa.ini, lambda: dict(samples=w["sets"]),
+              {"samples": [None, [], [w["sets"][0].assign(b=NAN), w["sets"][1]]], "kind": ["x", 3], "p": [0, -1.0],
+               "solver": ["nonexistent"]}),
+        Entry("markov_from_pgmpy", pa.markov_from_pgmpy, lambda: dict(model=w["chain"]), {"model": [None, "m", w["df_chain"], 3]}),
+        Entry("bayes_from_pgmpy", pa.bayes_from_pgmpy, lambda: dict(model=w["asia"]), {"model": [None, "m", w["chain"], w["df_asia"]]}),
+        Entry("dask_executor", pa.dask_executor, lambda: dict(client=None), {"client": ["x", 3, w["asia"]]}),
         Entry("set_progress", pa.set_progress, lambda: dict(enabled=None), {"enabled": ["yes", 1, 0.5, [True]]}),
     ]
 
