@@ -29,6 +29,9 @@ PATH_LIKE = 0.75  # ... unless the tree is nearly a path (levels / cliques above
 BATCH_MIN_CLIQUES = 8  # ... or small (a few cliques: no gain, and L-BFGS at tol 1e-10 met its tolerance only on the scaled sums)
 
 
+TINY_MASS = 1e-290  # a separator cell below this mass is left out of the exact Fisher product's expectations
+
+
 class JunctionTreeTooLarge(MemoryError):
     """Raised when the junction tree's clique tables would exceed the memory budget.
 
@@ -537,26 +540,27 @@ class JunctionTree:
         plan, levels = self._plan(), self._levels().levels
         root = self.order[0]
         a, n = int(plan["starts"][root]), int(plan["sizes"][root])
-        per_level = []  # the beliefs each level reads, gathered once: children's, parents', separator masses
+        per_level = []  # the beliefs each level reads, gathered once: children's, parents', 1 / separator mass
         for L in levels:
             mu_c = mu[L.child_cells]
             mass = np.add.reduceat(mu_c, L.child_seg)
-            per_level.append((mu_c, mu[L.parent_cells], mass, mass > 0))
-
-        def mean(num: np.ndarray, mass: np.ndarray, some: np.ndarray) -> np.ndarray:
-            # a conditional expectation, num / mass: divided, not multiplied by 1 / mass (a subnormal mass
-            # has no finite inverse), and zero where the separator cell has no mass at all
-            return np.divide(num, mass, out=np.zeros_like(num), where=some)
+            # a separator cell of mass below TINY_MASS (1e-290) gets no conditional expectation: every cell it
+            # reaches has a belief below that, so its share of F v is as small, and 1 / mass would overflow
+            # for a subnormal mass
+            inv = np.divide(1.0, mass, out=np.zeros_like(mass), where=mass > TINY_MASS)
+            per_level.append((mu_c, mu[L.parent_cells], inv))
 
         def apply(v: np.ndarray) -> np.ndarray:
             e = np.array(v, dtype=float)
             ups = []
-            for L, (mu_c, _, mass, some) in zip(reversed(levels), reversed(per_level)):  # deepest first: E[subtree | sep]
-                u = mean(np.add.reduceat(mu_c * e[L.child_cells], L.child_seg), mass, some)
+            for L, (mu_c, _, inv) in zip(reversed(levels), reversed(per_level)):  # deepest first: E[subtree | separator]
+                u = np.add.reduceat(mu_c * e[L.child_cells], L.child_seg)
+                u *= inv
                 ups.append(u)
                 np.add.at(e, L.parent_cells, u[L.parent_sep])
-            for L, (_, mu_p, mass, some), u in zip(levels, per_level, reversed(ups)):  # root outwards: the rest of g
-                down = mean(np.add.reduceat(mu_p * e[L.parent_cells], L.parent_seg), mass, some)
+            for L, (_, mu_p, inv), u in zip(levels, per_level, reversed(ups)):  # root outwards: the rest of g
+                down = np.add.reduceat(mu_p * e[L.parent_cells], L.parent_seg)
+                down *= inv
                 down -= u
                 e[L.child_cells] += down[L.child_sep]
             e *= mu

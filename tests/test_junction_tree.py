@@ -287,7 +287,8 @@ def test_fisher_product_on_a_deep_tree_agrees_with_central_differences():
 
 def test_fisher_product_stays_finite_where_a_separator_cell_is_subnormal():
     """A separator state of probability about 1e-320 (a subnormal float, whose inverse overflows): the
-    product divides by it instead of multiplying by its inverse, so it stays finite and exact."""
+    product leaves it out of its conditional expectations (every cell it reaches is as improbable), so
+    it stays finite and exact to the enumeration's accuracy."""
     d = Domain(("A", "B", "C", "D"), (2, 2, 2, 2))
     rare = np.array([[0.0, -737.0], [0.0, -737.0]])  # B = 1 costs 737 nats: p(B = 1) is about 1e-320
     model = MarkovNetwork(d, [Factor(("A", "B"), rare), Factor(("B", "C"), np.array([[0.3, -0.2], [0.1, 0.4]])),
