@@ -595,8 +595,18 @@ def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measur
     def value(lam_: np.ndarray, log_z_: float) -> float:
         return float(lam_ @ y + 0.5 * (s2 * lam_) @ lam_ + N * log_z_)
 
-    f = value(lam, log_z)
     gauge = oracle.gauge
+    # With one noise variance for every cell the dual splits like the M-step: along the gauge G, log Z is
+    # affine (it moves by <g, mu>, the same for every mu), so D's G-part is a quadratic in lambda_G whose
+    # minimum is closed-form, -G(y - N mu) / s2, and Newton only works on G's complement (one projection
+    # per product instead of two). Otherwise the whole space, the gauge preconditioned by 1 / s2.
+    split = bool(np.ptp(s2) == 0) and oracle.inverse_fisher(mu, s2 / N) is not None
+    if split:
+        new_g = -gauge.gauge(y - N * mu) / s2[0]
+        delta = new_g - gauge.gauge(lam)
+        lam = lam + delta
+        log_z = log_z - float(delta @ mu)  # log Z(x - delta) = log Z(x) - <delta, mu> for delta in G
+    f = value(lam, log_z)
     converged, message = False, f"{max_iter} Newton steps without meeting the tolerance"
     g0 = None
     for _ in range(max_iter + 1):
@@ -606,6 +616,8 @@ def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measur
             break
         if _ == max_iter:
             break
+        if split:
+            grad = gauge.project(grad)  # its G-part is zero up to rounding
         g_norm = float(np.sqrt(grad @ grad))
         g0 = g0 or g_norm
         F = oracle.fisher(theta - lam, mu)
@@ -613,6 +625,9 @@ def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measur
         if J is None:
             d = N * mu * (1 - mu) + s2
             precondition = lambda r: r / d  # noqa: E731
+        elif split:
+            def precondition(r, J=J):
+                return gauge.project(J(r)) / N
         else:
             def precondition(r, J=J):
                 on = gauge.project(r)
