@@ -24,7 +24,9 @@ class RobustFilter(DiscreteParameterEstimator):
     Use it as any pgmpy parameter estimator: ``bn.fit(df, estimator=RobustFilter(epsilon=0.1))``.
     Rows are filtered with Filter-Known-Topology (Cheng, Diakonikolas, Kane, Stewart 2018) and the
     CPTs are the empirical conditionals of the rows kept (a parent configuration never seen gets the
-    uniform row, as pgmpy's ``DiscreteMLE``).
+    uniform row, as pgmpy's ``DiscreteMLE``); when the default mode finds a systematic batch (a
+    second network with the DAG explaining some of the rows, by a likelihood-ratio test against BIC's
+    penalty), they are the mixture's major component's (native encoding).
 
     Parameters
     ----------
@@ -34,7 +36,8 @@ class RobustFilter(DiscreteParameterEstimator):
     mode : {"calibrated", "paper", "single_pass", "iterative"}
         ``"calibrated"`` (default): remove rows only while the top eigenvalue exceeds what clean data
         of this size from the currently fitted network shows (a parametric bootstrap), and only as
-        many as the excess of extreme scores over clean data warrants; ``"paper"``: Algorithm 1
+        many as the excess of extreme scores over clean data warrants, then check for a systematic
+        batch (a two-network mixture against one network, by BIC); ``"paper"``: Algorithm 1
         with its stopping rule and constants on per-configuration whitened coordinates;
         ``"single_pass"``: one eigenvector, drop the ``epsilon * N`` most extreme rows (what the
         authors ran); ``"iterative"``: the same in ``rounds`` passes. See
@@ -66,7 +69,9 @@ class RobustFilter(DiscreteParameterEstimator):
     history_ : list of dict
         Per filtering round: ``eigenvalue``, ``null_threshold`` (the largest eigenvalue clean data
         would show, calibrated mode), ``threshold`` (the score cut), ``removed``, ``kept``,
-        ``estimated_fraction``, and why the filter ``stopped``.
+        ``estimated_fraction``, and why the filter ``stopped``; the last round's ``mixture`` holds
+        the default mode's check for a systematic batch (``gain``, ``penalty``, ``weight``,
+        ``accepted``, ``reason``).
     state_names_ : dict
 
     Examples
