@@ -20,6 +20,18 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.add_argument("--no-progress", action="store_true", help="hide progress bars")
     demo.add_argument("--plots", metavar="DIR", default=None, help="also write the figures as PNG files into DIR")
+    syn = sub.add_parser("synthesize", help="a private release and synthetic records from a CSV and its public domain (MST-style)")
+    syn.add_argument("data", help="CSV file of records (read as text)")
+    syn.add_argument("--domain", required=True, help='JSON file {column: [states]}: the public domain, never read from the data')
+    syn.add_argument("--rho", type=float, default=None, help="zCDP budget of the whole release")
+    syn.add_argument("--epsilon", type=float, default=None, help="instead of --rho: (epsilon, delta)-DP, with --delta")
+    syn.add_argument("--delta", type=float, default=None)
+    syn.add_argument("--out", required=True, help="output folder: synthetic.csv, release.npz, privacy_report.json")
+    syn.add_argument("--estimator", choices=["cgm", "naive"], default="cgm")
+    syn.add_argument("--individuals", default=None, help="column naming who each record belongs to")
+    syn.add_argument("--max-contributions", type=int, default=None, help="public bound of records kept per individual")
+    syn.add_argument("--drop-unknown", action="store_true", help="drop records with a value outside the domain (default: stop)")
+    syn.add_argument("--no-progress", action="store_true", help="hide progress bars")
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -31,6 +43,44 @@ def main(argv: list[str] | None = None) -> int:
         from .demo import run_demo
 
         run_demo(seed=args.seed, progress=not args.no_progress, plots=args.plots)
+    if args.command == "synthesize":
+        return _synthesize(args)
+    return 0
+
+
+def _synthesize(args) -> int:
+    """The curator's path: CSV and public domain in; synthetic CSV, the release and its privacy report out."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    from ppgm.mechanisms import rho_from_epsilon_delta
+
+    from .synthesis import mst_release
+
+    with open(args.domain) as fh:
+        domain = json.load(fh)
+    if not isinstance(domain, dict) or not all(isinstance(v, list) for v in domain.values()):
+        raise SystemExit(f"--domain: expected a JSON object {{column: [states]}}, got {type(domain).__name__}")
+    states = {str(c): [str(v) for v in vs] for c, vs in domain.items()}  # the CSV is read as text
+    if (args.rho is None) == (args.epsilon is None):
+        raise SystemExit("give the budget as --rho, or as --epsilon with --delta")
+    if args.epsilon is not None and args.delta is None:
+        raise SystemExit("--epsilon needs --delta (the release adds Gaussian noise)")
+    rho = args.rho if args.rho is not None else rho_from_epsilon_delta(args.epsilon, args.delta)
+    data = pd.read_csv(args.data, dtype=str, keep_default_na=False)
+    rel = mst_release(data, states, rho=rho, estimator=args.estimator, individuals=args.individuals,
+                      max_contributions=args.max_contributions, on_unknown="drop" if args.drop_unknown else "raise",
+                      progress=not args.no_progress)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rel.synthetic.to_csv(out / "synthetic.csv", index=False)
+    rel.tables.save(out / "release.npz")
+    report = rel.report(delta=args.delta if args.delta is not None else 1e-9)
+    (out / "privacy_report.json").write_text(json.dumps(report, indent=1))
+    print(f"released {len(rel.tables)} tables (rho = {report['rho']:.4g}; epsilon = {report['epsilon']:.3g} at delta = "
+          f"{report['delta']:g}); {len(rel.synthetic):,} synthetic records in {out}")
     return 0
 
 

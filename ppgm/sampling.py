@@ -78,8 +78,14 @@ def sample_markov(
     >>> sample_markov(third_order_chain(5, 3, seed=0), 4, seed=1).shape
     (4, 5)
     """
+    return _along_tree(model, n, as_generator(seed), calibration, draw_rows)
+
+
+def _along_tree(model: MarkovNetwork, n: int, rng: np.random.Generator, calibration: Calibration | None, assign) -> np.ndarray:
+    """Records built clique by clique from the root: ``assign(p, rows, rng)`` gives each record's
+    state of the clique's other variables, from the (separator cells x other cells) joint ``p`` and
+    the records' separator cells ``rows``."""
     n = _check_n(n, len(model.domain))
-    rng = as_generator(seed)
     cal = _calibrated(model, calibration)
     t, dom = cal.tree, model.domain
     out = np.zeros((n, len(dom)), dtype=np.int64)
@@ -87,10 +93,76 @@ def sample_markov(
         sep, rest, _, p = _given_separator(cal, i)
         if not rest:
             continue
-        rows = cell_index(out, dom.indices(sep), dom.shape(sep))
-        flat = draw_rows(p, rows, rng)
+        rows = cell_index(out, dom.indices(sep), dom.shape(sep)) if sep else np.zeros(n, dtype=np.int64)
+        flat = assign(p, rows, rng)
         out[:, dom.indices(rest)] = np.stack(np.unravel_index(flat, dom.shape(rest)), axis=1)
     return out
+
+
+def largest_remainder(totals: np.ndarray, probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Per row g, integers summing to ``totals[g]`` as close as possible to ``totals[g] * probs[g]``:
+    the floors, then one more for the largest remainders (ties broken at random).
+
+    Examples
+    --------
+    >>> largest_remainder(np.array([10]), np.array([[0.26, 0.34, 0.4]]), np.random.default_rng(0)).tolist()
+    [[3, 3, 4]]
+    """
+    target = totals[:, None] * _normalised(probs)
+    base = np.floor(target).astype(np.int64)
+    short = totals - base.sum(axis=1)
+    order = np.argsort(-(target - base) - 1e-9 * rng.random(target.shape), axis=1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(target.shape[1])[None, :].repeat(target.shape[0], axis=0), axis=1)
+    return base + (rank < short[:, None])
+
+
+def round_markov(model: MarkovNetwork, n: int, seed=None, calibration: Calibration | None = None) -> np.ndarray:
+    """``n`` records whose clique counts are the model's expected counts, rounded: private-pgm's
+    "round" synthetic data. The root clique's counts are n times its marginal rounded by largest
+    remainder; each later clique splits the records of every separator cell among its other states in
+    proportion to its conditional, rounded the same way, in a random order. Unlike :func:`sample_markov`
+    the measured cliques' tables carry no sampling noise (at most one record per cell off their
+    expectation at the root), so a synthetic table is as close to the model as integers allow.
+
+    Parameters
+    ----------
+    model : MarkovNetwork
+    n : int
+    seed : int or numpy.random.Generator, optional
+        Breaks ties and pairs the records of one separator cell with their new states at random.
+    calibration : Calibration, optional
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (n, len(domain))
+        Records in random order.
+
+    Examples
+    --------
+    >>> from ppgm.random_models import third_order_chain
+    >>> m = third_order_chain(4, 2, seed=0)
+    >>> x = round_markov(m, 1000, seed=1)
+    >>> from ppgm.inference import infer
+    >>> p = infer(m).marginal(["X0"]).values
+    >>> bool(np.all(np.abs(np.bincount(x[:, 0], minlength=2) - 1000 * p) < 1))
+    True
+    """
+    rng = as_generator(seed)
+    out = _along_tree(model, n, rng, calibration, _rounded_rows)
+    return out[rng.permutation(len(out))]
+
+
+def _rounded_rows(p: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The records of every separator cell split among the other cells by largest remainder on the
+    conditional, assigned in a random order."""
+    n = rows.size
+    shuffle = rng.permutation(n)
+    by_cell = shuffle[np.argsort(rows[shuffle], kind="stable")]  # records grouped by separator cell, random within
+    counts = largest_remainder(np.bincount(rows, minlength=p.shape[0]), p, rng)
+    states = np.empty(n, dtype=np.int64)
+    states[by_cell] = np.repeat(np.tile(np.arange(p.shape[1]), p.shape[0]), counts.ravel())  # states in cell order
+    return states
 
 
 def sample_clique_tables(model: MarkovNetwork, n: int, seed=None, calibration: Calibration | None = None) -> list:

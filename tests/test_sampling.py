@@ -100,3 +100,42 @@ def test_clique_tables_drawn_without_records_follow_the_records_law(which):
             sep, c, p = jt.separators[i], jt.cliques[i], jt.cliques[jt.parent[i]]
             from ppgm.factor import Factor
             np.testing.assert_array_equal(Factor(c, tables[i]).sum_to(sep).values, Factor(p, tables[jt.parent[i]]).sum_to(sep).values)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rounded_records_match_every_clique_table_within_the_rounding(seed):
+    """round_markov's clique tables against n times the exact clique marginals: a cell is off by at
+    most one per clique on its path from the root (each split rounds once and passes on its parent's
+    error in proportion)."""
+    from ppgm.junction_tree import JunctionTree
+    from ppgm.random_models import pairwise_dirichlet
+    from ppgm.sampling import round_markov
+
+    rng = np.random.default_rng(seed)
+    tree = [(i, int(rng.integers(i))) for i in range(1, 9)]
+    model = pairwise_dirichlet(tree, 9, 3, seed=rng) if seed else third_order_chain(6, 3, seed=rng)
+    n = 12_345
+    x = round_markov(model, n, seed=rng)
+    cal = JunctionTree.build(model.domain, model.scopes).calibrate(model)
+    t = cal.tree
+    depth = {t.order[0]: 0}
+    for i in t.order[1:]:
+        depth[i] = depth[t.parent[i]] + 1
+    for i, clique in enumerate(t.cliques):
+        got = contingency_tables(x, model.domain, [clique])[0].values
+        want = n * np.exp(cal.log_beliefs[i])
+        assert np.abs(got - want).max() <= depth[i] + 1 + 1e-9
+    # and a sample of the same size is much further off (what rounding buys)
+    y = sample(model, n, seed=rng)
+    root = t.order[0]
+    off = np.abs(contingency_tables(y, model.domain, [t.cliques[root]])[0].values - n * np.exp(cal.log_beliefs[root])).max()
+    assert off > 3
+
+
+def test_rounded_records_are_reproducible_and_shuffled():
+    from ppgm.sampling import round_markov
+
+    m = third_order_chain(5, 2, seed=0)
+    a, b = round_markov(m, 500, seed=3), round_markov(m, 500, seed=3)
+    assert np.array_equal(a, b)
+    assert len(np.unique(a, axis=0)) > 2 and not np.array_equal(a, a[np.lexsort(a.T[::-1])])  # records in random order
