@@ -147,8 +147,7 @@ def mbi_marginals(model):
     marg = infer(MarkovNetwork(dom, factors))
 
     def marginal(s):
-        f = marg.marginal(list(s))
-        return np.transpose(f.values, [f.variables.index(v) for v in s])
+        return marg.marginal(list(s)).transpose(s).values
 
     for check in (tuple(model.potentials.cliques[-1]), tuple(dom.variables[:3])):
         want = np.asarray(model.project(check).values, dtype=float)
@@ -161,14 +160,8 @@ def run_ppgm(codes: pd.DataFrame, states: dict, rho: float, estimator: str):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rel = mst_release(codes, states, rho=rho, estimator=estimator, progress=False)
-    engine = markov_from_pgmpy(rel.model)
-    marg = infer(engine)
-
-    def marginal(s):
-        f = marg.marginal(list(s))
-        return np.transpose(f.values, [f.variables.index(v) for v in s])
-
-    return marginal
+    marg = infer(markov_from_pgmpy(rel.model))
+    return lambda s: marg.marginal(list(s)).transpose(s).values
 
 
 def main(quick: bool) -> None:

@@ -29,10 +29,10 @@ from .factor import Factor
 from .junction_tree import JunctionTree, JunctionTreeTooLarge, _elimination_cliques
 from .markov import MarkovNetwork
 from .measurement import Measurement
+from .cgm import _naive_targets
 from .mle import fit_marginals
 from .noise import add_noise
 from .progress import progress_bar
-from .projection import project_rows
 from .selection import Selected, report_noisy_max
 
 ALPHA = 0.9  # the paper's share of each round's budget spent on measuring
@@ -112,14 +112,20 @@ def _measurements(released: Sequence[Measurement]) -> list[Measurement]:
     return [_combined(g) for g in groups.values()]
 
 
-def _naive_fit(domain: Domain, ms: Sequence[Measurement], n: float, previous: MarkovNetwork | None) -> MarkovNetwork:
-    targets = [Factor(m.variables, project_rows(np.asarray(m.values, dtype=float).reshape(1, -1) / n)[0].reshape(m.values.shape))
-               for m in ms]
+def _records(ms: Sequence[Measurement]) -> float:
+    """N as the mean total of the one-way tables (released, so post-processing)."""
+    return max(float(np.mean([m.values.sum() for m in ms if len(m.variables) == 1])), 1.0)
+
+
+def _naive_fit(domain: Domain, ms: Sequence[Measurement], n: float, previous: MarkovNetwork | None) -> tuple:
+    """The naive fit of ``ms`` (warm from ``previous``, new cliques at zero) and its calibration."""
+    targets = _naive_targets(ms, n, project=True)
     init = None
     if previous is not None:
         have = {tuple(f.variables): f for f in previous.factors}
         init = MarkovNetwork(domain, [have.get(tuple(t.variables), Factor(t.variables, np.zeros(t.values.shape))) for t in targets])
-    return fit_marginals(domain, targets, l2=1.0 / n, init=init, warn=False).model
+    model = fit_marginals(domain, targets, l2=1.0 / n, init=init, warn=False).model
+    return model, JunctionTree.build(domain, model.scopes, max_cells=None).calibrate(model)
 
 
 def _marginal(cal, model: MarkovNetwork, r: tuple) -> np.ndarray:
@@ -132,7 +138,7 @@ def _marginal(cal, model: MarkovNetwork, r: tuple) -> np.ndarray:
         zero = Factor(r, np.zeros(model.domain.shape(r)))
         grown = MarkovNetwork(model.domain, list(model.factors) + [zero])
         f = JunctionTree.build(model.domain, grown.scopes, max_cells=None).calibrate(grown).log_marginal(list(r))
-    return np.exp(np.transpose(f.values, [f.variables.index(v) for v in r]))
+    return np.exp(f.transpose(r).values)
 
 
 def aim_select(
@@ -199,24 +205,25 @@ def aim_select(
     released: list[Measurement] = []
     counts: dict = {}
 
-    def exact(c):
+    def exact(c) -> Factor:
         if c not in counts:
-            counts[c] = np.asarray(tables(c).values, dtype=float)
+            counts[c] = tables(c)
         return counts[c]
 
     def measure(c, s):
-        table = tables(c)
-        noisy = add_noise(np.asarray(table.values), "gaussian", s, rng)
-        released.append(Measurement(c, np.asarray(noisy, dtype=float), "gaussian", s, integer=np.asarray(table.values).dtype.kind in "iub"))
+        table = np.asarray(exact(c).values)
+        noisy = add_noise(table, "gaussian", s, rng)
+        released.append(Measurement(c, np.asarray(noisy, dtype=float), "gaussian", s, integer=table.dtype.kind in "iub"))
 
     for v in domain.variables:
         measure((v,), sigma)
     spent = d * w * w / (2 * sigma**2)
-    history: list = [{"clique": None, "sigma": sigma, "epsilon": 0.0, "rho_round": spent, "rho_spent": spent, "candidates": 0,
-                      "annealed": False, "cells": jt_cells(domain, [(v,) for v in domain.variables])}]
     ms = _measurements(released)
-    n = max(float(np.mean([m.values.sum() for m in ms])), 1.0)
-    model = _naive_fit(domain, ms, n, None)
+    cells = jt_cells(domain, [tuple(m.variables) for m in ms])
+    history: list = [{"clique": None, "sigma": sigma, "epsilon": 0.0, "rho_round": spent, "rho_spent": spent, "candidates": 0,
+                      "annealed": False, "cells": cells}]
+    n = _records(ms)
+    model, cal = _naive_fit(domain, ms, n, None)
     selected: list[Selected] = []
     bar = progress_bar(total=None, desc="AIM rounds", enabled=progress)
     last = False
@@ -231,27 +238,25 @@ def aim_select(
             step, last = left, True
         spent += step
         scopes = [tuple(m.variables) for m in ms]
-        cap = max(max_cells * spent / rho, jt_cells(domain, scopes))  # a marginal inside the model's cliques always fits
+        cap = max(max_cells * spent / rho, cells)  # a marginal inside the model's cliques always fits
         offered = [r for r in cand if jt_cells(domain, scopes + [r]) <= cap]
-        cal = JunctionTree.build(domain, model.scopes, max_cells=None).calibrate(model)
-        scores = np.empty(len(offered))
-        before = {}
-        for i, r in enumerate(offered):
-            mu = _marginal(cal, model, r)
-            before[r] = mu
-            scores[i] = cand[r] * (np.abs(exact(r) - n * mu).sum() - math.sqrt(2 / math.pi) * sigma * mu.size)
+        before = {r: _marginal(cal, model, r) for r in offered}
+        noise_l1 = math.sqrt(2 / math.pi) * sigma
+        scores = np.array([cand[r] * (np.abs(np.asarray(exact(r).values) - n * before[r]).sum() - noise_l1 * before[r].size)
+                           for r in offered])
         pick = offered[report_noisy_max(scores, eps**2 / 8, delta_w, rng)]
         measure(pick, sigma)
         ms = _measurements(released)
-        n = max(float(np.mean([m.values.sum() for m in ms if len(m.variables) == 1])), 1.0)
-        model = _naive_fit(domain, ms, n, model)
-        after = _marginal(JunctionTree.build(domain, model.scopes, max_cells=None).calibrate(model), model, pick)
-        annealed = n * np.abs(after - before[pick]).sum() <= math.sqrt(2 / math.pi) * sigma * after.size
+        n = _records(ms)
+        model, cal = _naive_fit(domain, ms, n, model)
+        cells = jt_cells(domain, model.scopes)
+        after = _marginal(cal, model, pick)
+        annealed = n * np.abs(after - before[pick]).sum() <= noise_l1 * after.size
         selected.append(Selected(pick, len(selected), len(offered), step,
                                  f"round {len(selected) + 1}: report-noisy-max (epsilon = {eps:.4g}) over the weighted L1 errors of the "
                                  f"{len(offered)} workload marginals whose model fits {int(cap):,} cells; measured at sigma = {sigma:.4g}"))
         history.append({"clique": pick, "sigma": sigma, "epsilon": eps, "rho_round": step, "rho_spent": spent,
-                        "candidates": len(offered), "annealed": bool(annealed), "cells": jt_cells(domain, model.scopes)})
+                        "candidates": len(offered), "annealed": bool(annealed), "cells": cells})
         if annealed and not last:
             sigma, eps = sigma / 2, eps * 2
         bar.update(1)

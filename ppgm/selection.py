@@ -26,7 +26,7 @@ from .domain import Domain
 from .factor import Factor
 from .measurement import Measurement
 from .noise import opendp
-from .projection import project_rows
+from .cgm import _naive_targets
 
 
 @dataclass(frozen=True)
@@ -120,14 +120,11 @@ def independent_marginals(one_way: Sequence[Measurement]) -> tuple[dict, float]:
     >>> p["A"].round(3).tolist(), n
     ([0.29, 0.0, 0.71], 100.0)
     """
-    totals = [float(m.values.sum()) for m in one_way]
-    n = max(float(np.mean(totals)), 1.0)
-    probs = {}
     for m in one_way:
         if len(m.variables) != 1:
             raise ValueError(f"one_way: expected one-way tables, got one over {m.variables}")
-        probs[m.variables[0]] = project_rows(np.asarray(m.values, dtype=float)[None, :] / n)[0]
-    return probs, n
+    n = max(float(np.mean([m.values.sum() for m in one_way])), 1.0)
+    return {f.variables[0]: f.values for f in _naive_targets(one_way, n, project=True)}, n
 
 
 def pair_errors(pairs: Sequence[Factor], probs: dict, n: float) -> np.ndarray:
