@@ -21,7 +21,7 @@ from .examples import adult_schema, dirichlet_chain_network, load_adult, load_bi
 from .metrics import kl_divergence, total_variation
 from .private import BoundedTables, CGMEstimator, NaiveMLEEstimator, NoisyFactor, NoisyTables, bounded_tables, release_tables
 from .robust import RobustFilter
-from .synthesis import SyntheticRelease, mst_release
+from .synthesis import SyntheticRelease, aim_release, mst_release
 from .missing import MarkovNetworkEstimator, MissingValuesEM
 from .mer import MERFit, ini, mer
 from .aggregated import Aggregates, FeatureEncoder, MaxEntClassifier, aggregate
@@ -55,6 +55,7 @@ __all__ = [
     "RobustFilter",
     "SyntheticRelease",
     "mst_release",
+    "aim_release",
     "MissingValuesEM",
     "MarkovNetworkEstimator",
     "MERFit",

@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.add_argument("--no-progress", action="store_true", help="hide progress bars")
     demo.add_argument("--plots", metavar="DIR", default=None, help="also write the figures as PNG files into DIR")
-    syn = sub.add_parser("synthesize", help="a private release and synthetic records from a CSV and its public domain (MST-style)")
+    syn = sub.add_parser("synthesize", help="a private release and synthetic records from a CSV and its public domain (MST or AIM)")
     syn.add_argument("data", help="CSV file of records (read as text)")
     syn.add_argument("--domain", required=True, help='JSON file {column: [states]}: the public domain, never read from the data')
     syn.add_argument("--rho", type=float, default=None, help="zCDP budget of the whole release")
@@ -28,6 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     syn.add_argument("--delta", type=float, default=None)
     syn.add_argument("--out", required=True, help="output folder: synthetic.csv, release.npz, privacy_report.json")
     syn.add_argument("--estimator", choices=["cgm", "naive"], default="cgm")
+    syn.add_argument("--method", choices=["mst", "aim"], default="mst",
+                     help="how the marginals are chosen: MST's spanning tree of pairs (default, fast) or AIM's adaptive rounds")
+    syn.add_argument("--workload", type=int, default=3, help="AIM only: answer every marginal of this many columns well (default 3)")
     syn.add_argument("--individuals", default=None, help="column naming who each record belongs to")
     syn.add_argument("--max-contributions", type=int, default=None, help="public bound of records kept per individual")
     syn.add_argument("--drop-unknown", action="store_true", help="drop records with a value outside the domain (default: stop)")
@@ -57,7 +60,7 @@ def _synthesize(args) -> int:
 
     from ppgm.mechanisms import rho_from_epsilon_delta
 
-    from .synthesis import mst_release
+    from .synthesis import aim_release, mst_release
 
     with open(args.domain) as fh:
         domain = json.load(fh)
@@ -70,9 +73,9 @@ def _synthesize(args) -> int:
         raise SystemExit("--epsilon needs --delta (the release adds Gaussian noise)")
     rho = args.rho if args.rho is not None else rho_from_epsilon_delta(args.epsilon, args.delta)
     data = pd.read_csv(args.data, dtype=str, keep_default_na=False)
-    rel = mst_release(data, states, rho=rho, estimator=args.estimator, individuals=args.individuals,
-                      max_contributions=args.max_contributions, on_unknown="drop" if args.drop_unknown else "raise",
-                      progress=not args.no_progress)
+    common = dict(rho=rho, estimator=args.estimator, individuals=args.individuals, max_contributions=args.max_contributions,
+                  on_unknown="drop" if args.drop_unknown else "raise", progress=not args.no_progress)
+    rel = aim_release(data, states, workload=args.workload, **common) if args.method == "aim" else mst_release(data, states, **common)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rel.synthetic.to_csv(out / "synthetic.csv", index=False)

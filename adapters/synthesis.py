@@ -10,6 +10,7 @@ synthetic records are post-processing of the published tables.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Mapping, Sequence
@@ -24,6 +25,7 @@ from ppgm.measurement import Measurement
 from ppgm.mechanisms import GaussianMechanism, PrivacyAccountant, check_release_arguments, noise_generator
 from ppgm.rng import as_generator
 from ppgm.sampling import round_markov, sample_markov
+from ppgm.aim import ALPHA, ROUNDS_PER_VARIABLE, aim_select, closure
 from ppgm.selection import Selected, mst_select
 
 from .data import decode
@@ -35,8 +37,8 @@ ESTIMATORS = ("cgm", "naive")
 
 @dataclass
 class SyntheticRelease:
-    """What :func:`mst_release` returns: the published tables and choices, the fitted model and the
-    synthetic records.
+    """What :func:`mst_release` and :func:`aim_release` return: the published tables and choices, the
+    fitted model and the synthetic records.
 
     Parameters
     ----------
@@ -45,17 +47,23 @@ class SyntheticRelease:
     model : pgmpy.models.DiscreteMarkovNetwork
         The fitted network (one factor per measured clique).
     tables : NoisyTables
-        Every published table (one-way tables, then the selected pairs) with its noise law.
+        Every published table (one-way tables, then the selected marginals) with its noise law.
     selected : list of ppgm.selection.Selected
-        The chosen pairs, in order, with how each was chosen (public).
+        The chosen marginals, in order, with how each was chosen (public).
     accountant : PrivacyAccountant
         Its ledger names every published part and its cost.
     fit : object
-        The engine's fit (``CGMResult`` or ``FitResult``): history, regularisation chosen.
+        The engine's fit (``CGMResult`` or ``FitResult``; for AIM's ``estimator="rounds"`` the last
+        round's ``FitResult``): history, regularisation chosen.
     private : bool
         False when ``seed`` made the noise and the selection reproducible (not private).
     spent : list of dict
         The release's parts and their zCDP cost.
+    history : list of dict
+        AIM's rounds (``ppgm.aim.AIMRun.history``: clique, sigma, epsilon, cost, model size); empty
+        for MST.
+    seconds : dict
+        Wall time of each stage: ``select`` (counting, noise and selection), ``fit``, ``synthesize``.
 
     Examples
     --------
@@ -76,6 +84,8 @@ class SyntheticRelease:
     fit: object
     private: bool
     spent: list = field(default_factory=list)
+    history: list = field(default_factory=list)
+    seconds: dict = field(default_factory=dict)
 
     def report(self, delta: float = 1e-9) -> dict:
         """The privacy report a curator publishes with the data: every part, its cost, the total
@@ -126,6 +136,53 @@ def _split(split) -> tuple[float, float, float]:
         raise ValueError(f"split: expected three positive shares (one-way, selection, pairs), got {split!r}")
     total = sum(parts)
     return parts[0] / total, parts[1] / total, parts[2] / total
+
+
+def _arguments(data, state_names, accountant, estimator, synthetic, fit_seed, progress, n_synthetic,
+               estimators=ESTIMATORS) -> tuple:
+    """The checks both releases make at their door, before anything is counted or charged."""
+    check_release_arguments(GaussianMechanism(rho=1.0), accountant)
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(f"data: expected a pandas DataFrame, got {type(data).__name__}")
+    names = checks.state_names(state_names)
+    columns = list(names)
+    if len(columns) < 2:
+        raise ValueError(f"state_names: expected the public states of two or more columns, got {columns}")
+    absent = [c for c in columns if c not in data.columns]
+    if absent:
+        raise ValueError(f"state_names: columns {absent} are not in the data; it has {list(data.columns)}")
+    estimator = checks.choice(estimator, "estimator", estimators)
+    synthetic = checks.choice(synthetic, "synthetic", ("round", "sample"))
+    fit_rng = as_generator(fit_seed, "fit_seed")
+    progress = checks.flag(progress, "progress")
+    if n_synthetic is not None:
+        n_synthetic = checks.count(n_synthetic, "n_synthetic")
+    return columns, names, estimator, synthetic, fit_rng, progress, n_synthetic
+
+
+def _generate(dom, ms, published, parts, chosen, accountant, rng, estimator, synthetic, n_synthetic, fit_rng,
+              progress, started, history=(), rounds_fit=None) -> SyntheticRelease:
+    """Fit the released tables, draw the synthetic records, and package the release."""
+    seconds = {"select": time.perf_counter() - started}
+    t0 = time.perf_counter()
+    N = population_size(ms)
+    if estimator == "rounds":
+        fit = rounds_fit
+    elif estimator == "cgm":
+        fit = cgm_em(dom, ms, N=N, progress=progress, seed=fit_rng)
+    else:
+        fit = naive_mle(dom, ms, N=N, seed=fit_rng)
+    seconds["fit"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    n_draw = n_synthetic if n_synthetic is not None else max(int(round(N)), 1)
+    draw = round_markov if synthetic == "round" else sample_markov
+    records = draw(fit.model, n_draw, seed=fit_rng)
+    seconds["synthesize"] = time.perf_counter() - t0
+    factors = tuple(NoisyFactor(m.variables, m.values, {v: list(dom.state_names[v]) for v in m.variables}, m.noise, m.scale,
+                                m.integer) for m in published)
+    tables = NoisyTables(factors, None, tuple(parts), rng is None)
+    return SyntheticRelease(decode(records, dom), markov_to_pgmpy(fit.model), tables, chosen, accountant, fit, rng is None, parts,
+                            list(history), seconds)
 
 
 def mst_release(
@@ -199,24 +256,11 @@ def mst_release(
     >>> rel.selected[0].clique, len(rel.synthetic) > 1900, round(rel.report()["rho"], 6)
     (('A', 'B'), True, 1.0)
     """
-    check_release_arguments(GaussianMechanism(rho=1.0), accountant)
-    if not isinstance(data, pd.DataFrame):
-        raise TypeError(f"data: expected a pandas DataFrame, got {type(data).__name__}")
-    names = checks.state_names(state_names)
-    columns = list(names)
-    if len(columns) < 2:
-        raise ValueError(f"state_names: expected the public states of two or more columns, got {columns}")
-    absent = [c for c in columns if c not in data.columns]
-    if absent:
-        raise ValueError(f"state_names: columns {absent} are not in the data; it has {list(data.columns)}")
-    estimator = checks.choice(estimator, "estimator", ESTIMATORS)
-    synthetic = checks.choice(synthetic, "synthetic", ("round", "sample"))
-    fit_rng = as_generator(fit_seed, "fit_seed")
-    progress = checks.flag(progress, "progress")
+    started = time.perf_counter()
+    columns, names, estimator, synthetic, fit_rng, progress, n_synthetic = _arguments(
+        data, state_names, accountant, estimator, synthetic, fit_seed, progress, n_synthetic)
     shares = _split(split)
     total, accountant = _budget(rho, accountant)
-    if n_synthetic is not None:
-        n_synthetic = checks.count(n_synthetic, "n_synthetic")
     rng = noise_generator(seed)  # None: private noise and selection
     ones = [(v,) for v in columns]
     pairs = list(combinations(columns, 2))
@@ -233,19 +277,122 @@ def mst_release(
     index = {tuple(t.variables): t for t in counted.tables[len(ones):]}
     pair_ms = GaussianMechanism(rho=rho3).measure([index[s.clique] for s in chosen], rng, contribution=w)
     ms: list[Measurement] = list(one_way) + list(pair_ms)
-    dom = counted.domain
-    N = population_size(ms)
-    if estimator == "cgm":
-        fit = cgm_em(dom, ms, N=N, progress=progress, seed=fit_rng)
-    else:
-        fit = naive_mle(dom, ms, N=N, seed=fit_rng)
-    n_draw = n_synthetic if n_synthetic is not None else max(int(round(N)), 1)
-    draw = round_markov if synthetic == "round" else sample_markov
-    records = draw(fit.model, n_draw, seed=fit_rng)
-    factors = tuple(NoisyFactor(m.variables, m.values, {v: list(dom.state_names[v]) for v in m.variables}, m.noise, m.scale,
-                                m.integer) for m in ms)
-    tables = NoisyTables(factors, None, tuple(parts), rng is None)
-    return SyntheticRelease(decode(records, dom), markov_to_pgmpy(fit.model), tables, chosen, accountant, fit, rng is None, parts)
+    return _generate(counted.domain, ms, ms, parts, chosen, accountant, rng, estimator, synthetic, n_synthetic, fit_rng,
+                     progress, started)
 
 
-__all__ = ["SyntheticRelease", "mst_release", "Selected"]
+def _workload(workload, columns) -> list[tuple]:
+    if isinstance(workload, (int, np.integer)) and not isinstance(workload, bool):
+        k = int(workload)
+        if not 1 <= k <= len(columns):
+            raise ValueError(f"workload: expected a degree between 1 and {len(columns)} (the columns), got {k}")
+        return list(combinations(columns, k))
+    try:
+        sets = [tuple(s) for s in workload]
+    except TypeError:
+        raise TypeError(f"workload: expected a degree (int) or a list of column tuples, got {workload!r}") from None
+    if not sets:
+        raise ValueError("workload: expected at least one marginal")
+    for s in sets:
+        bad = [v for v in s if v not in columns]
+        if not s or bad or len(set(s)) != len(s):
+            raise ValueError(f"workload: {s!r} is not a set of distinct released columns ({columns})")
+    order = {c: i for i, c in enumerate(columns)}
+    return [tuple(sorted(s, key=order.__getitem__)) for s in sets]
+
+
+def aim_release(
+    data: pd.DataFrame,
+    state_names: Mapping,
+    *,
+    rho: float | None = None,
+    accountant: PrivacyAccountant | None = None,
+    workload=3,
+    weights: Sequence[float] | None = None,
+    max_cells: int = 10_000_000,
+    estimator: str = "cgm",
+    n_synthetic: int | None = None,
+    synthetic: str = "round",
+    individuals=None,
+    max_contributions: int | None = None,
+    reweight: bool = False,
+    on_unknown: str = "raise",
+    seed=None,
+    fit_seed=0,
+    progress: bool = True,
+) -> SyntheticRelease:
+    """Release a private model of ``data`` and synthetic records from it, choosing the marginals
+    adaptively as AIM does (:func:`ppgm.aim.aim_select`): all one-way tables, then rounds that
+    measure the workload marginal the current model answers worst, under a model-size cap.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The records; the columns of ``state_names`` are released.
+    state_names : mapping
+        ``{column: states}``: the public domain, never read from the data.
+    rho : float, optional
+        zCDP budget of the whole release; default what ``accountant`` has left. The loop spends it
+        exactly (its last round takes what is left).
+    accountant : PrivacyAccountant, optional
+        Charged for the one-way tables and the rounds before any noise is drawn.
+    workload : int or list of tuple
+        The marginals to answer well: a degree (3: every triple of columns, AIM's and OpenDP's
+        default) or a list of column tuples. Candidates are their subsets (AIM's downward closure).
+    weights : sequence of float, optional
+        One per workload marginal (default 1).
+    max_cells : int
+        Junction-tree cells the fitted model may hold once the budget is spent (10 million is
+        private-pgm's 80 MB); the cap grows with the budget spent.
+    estimator : {"cgm", "naive", "rounds"}
+        The final fit of the released tables: CGM-EM or the naive MLE with the release-chosen
+        regularisation (each refits a model as large as the rounds grew it, several times over for
+        the rule), or ``"rounds"``: the last round's naive fit (l2 = 1 / N, what AIM itself returns),
+        at no extra cost.
+    n_synthetic, synthetic, individuals, max_contributions, reweight, on_unknown, seed, fit_seed, progress
+        As :func:`mst_release`.
+
+    Returns
+    -------
+    SyntheticRelease
+        ``history`` holds the rounds.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.integers(0, 2, 2000); b = (a + (rng.random(2000) < 0.1)) % 2; c = rng.integers(0, 3, 2000)
+    >>> df = pd.DataFrame({"A": a, "B": b, "C": c})
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     rel = aim_release(df, {"A": [0, 1], "B": [0, 1], "C": [0, 1, 2]}, rho=1.0, workload=2, seed=1, progress=False)
+    >>> rel.selected[0].clique, round(rel.report()["rho"], 6)
+    (('A', 'B'), 1.0)
+    """
+    started = time.perf_counter()
+    columns, names, estimator, synthetic, fit_rng, progress, n_synthetic = _arguments(
+        data, state_names, accountant, estimator, synthetic, fit_seed, progress, n_synthetic, ESTIMATORS + ("rounds",))
+    sets = _workload(workload, columns)
+    if weights is not None:
+        weights = [checks.positive(x, "weights") for x in weights]
+        if len(weights) != len(sets):
+            raise ValueError(f"weights: expected one per workload marginal ({len(sets)}), got {len(weights)}")
+    max_cells = checks.count(max_cells, "max_cells", maximum=10**12)
+    total, accountant = _budget(rho, accountant)
+    rng = noise_generator(seed)  # None: private noise and selection
+    candidates = list(closure(sets, weights))
+    counted = bounded_tables(data, candidates, state_names=names, individuals=individuals,
+                             max_contributions=max_contributions, reweight=reweight, on_unknown=on_unknown, seed=rng)
+    one_way = total * ALPHA / ROUNDS_PER_VARIABLE  # d tables at the first rounds' sigma: alpha rho d / T
+    parts = [{"what": f"one-way tables ({len(columns)})", "rho": one_way},
+             {"what": f"adaptive rounds (report-noisy-max over {len(candidates)} candidates, then the chosen marginal)",
+              "rho": total - one_way}]
+    accountant.charge(parts)
+    index = {tuple(t.variables): t for t in counted.tables}
+    run = aim_select(counted.domain, index.__getitem__, sets, total, weights=weights, max_cells=max_cells,
+                     sensitivity=counted.contribution, rng=rng, progress=progress)
+    return _generate(counted.domain, run.measurements, run.released, parts, run.selected, accountant, rng, estimator,
+                     synthetic, n_synthetic, fit_rng, progress, started, run.history, run.fit)
+
+
+__all__ = ["SyntheticRelease", "mst_release", "aim_release", "Selected"]

@@ -110,6 +110,9 @@ class Marginals:
         >>> res.marginal(["X0", "X1"]).values.shape
         (2, 2)
         """
+        cal = self.calibration
+        if cal is not None and cal.tree.find_home(self.model.domain.check(variables)) is None:
+            return cal.marginal(variables)  # out of clique: contracts probability tables (no huge products)
         f = self.log_marginal(variables)
         return Factor(f.variables, np.exp(f.values))
 

@@ -1079,12 +1079,19 @@ class Calibration:
         if i is not None and self._probs is not None:
             f = Factor(self.tree.cliques[i], self._probs[i]).sum_to(variables)
             return Factor(variables, f.values / f.values.sum())
+        if i is None and self.tree.find_home(variables) is None and len(self.tree.cliques) > 1:
+            f = self._out_of_clique(variables, log=False).transpose(variables)
+            total = f.values.sum()
+            if not total > 0:  # everything underflowed: the log-space path is exact
+                g = self.log_marginal(variables)
+                return Factor(g.variables, np.exp(g.values))
+            return Factor(variables, f.values / total)
         f = self.log_marginal(variables)
         return Factor(f.variables, np.exp(f.values))
 
-    def _out_of_clique(self, variables: tuple) -> Factor:
+    def _subtree(self, q: set) -> tuple[list, set]:
+        """The smallest subtree whose cliques hold the query variables, in the tree's order."""
         t = self.tree
-        q = set(variables)
         nodes = set(range(len(t.cliques)))
         nbrs: dict = {i: set() for i in nodes}
         for i in t.order[1:]:
@@ -1100,29 +1107,67 @@ class Calibration:
                     if nb is None or (q & set(t.cliques[i])) <= set(t.cliques[nb]):
                         nodes.discard(i)
                         changed = True
-        sub_order = [i for i in t.order if i in nodes]
+        return [i for i in t.order if i in nodes], nodes
+
+    def _out_of_clique(self, variables: tuple, log: bool = True) -> Factor:
+        """Sum-product over the query's subtree: each clique's belief is first reduced to the query's
+        variables and the subtree's separators it holds, divided by its separator's belief, times
+        its children's messages. ``log``: in log space (exact for any range); otherwise with the
+        probability tables (every entry at most one, so nothing overflows; entries below ~1e-300
+        underflow), several times faster, and the reduced clique tables are kept for later queries."""
+        t = self.tree
+        q = set(variables)
+        sub_order, nodes = self._subtree(q)
         root = sub_order[0]
         msgs: dict = {}
         for i in reversed(sub_order):
-            f = Factor(t.cliques[i], self.log_beliefs[i])
+            clique = t.cliques[i]
+            kids = [c for c in t.children[i] if c in nodes]
+            need = q.union(*(t.separators[c] for c in kids))
             if i != root:
-                sep = align(_lse_onto(self.log_beliefs[i], t.cliques[i], t.separators[i]), t.separators[i], t.cliques[i])
-                with np.errstate(invalid="ignore"):
-                    vals = np.where(np.isneginf(sep), -np.inf, f.values - sep)
-                f = Factor(t.cliques[i], vals)
-            for c in t.children[i]:
-                if c in msgs:
-                    m = msgs.pop(c)
-                    union = set(f.variables) | set(m.variables)
-                    cells = t.domain.size(union)
+                need |= set(t.separators[i])
+            keep = tuple(v for v in clique if v in need)
+            key = ("reduced", i, keep, i != root)
+            if log:
+                f = Factor(keep, _lse_onto(self.log_beliefs[i], clique, keep))
+            elif key in self._cache:
+                f = Factor(keep, self._cache[key])
+            else:
+                axes = tuple(k for k, v in enumerate(clique) if v not in need)
+                f = Factor(keep, self.beliefs[i].sum(axis=axes) if axes else self.beliefs[i])
+            if i != root and (log or key not in self._cache):  # divide by the separator's belief (its variables are all kept)
+                seps = t.separators[i]
+                if log:
+                    sep = align(_lse_onto(f.values, keep, seps), seps, keep)
+                    with np.errstate(invalid="ignore"):
+                        f = Factor(keep, np.where(np.isneginf(sep), -np.inf, f.values - sep))
+                else:
+                    sep = align(f.sum_to(seps).transpose(seps).values, seps, keep)
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        f = Factor(keep, np.where(sep > 0, f.values / np.where(sep > 0, sep, 1.0), 0.0))
+            if not log and key not in self._cache:  # kept while the kept tables stay within the tree's own size
+                held = self._cache.get("reduced_cells", 0) + f.values.size
+                if held <= sum(b.size for b in self.beliefs):
+                    self._cache[key] = f.values
+                    self._cache["reduced_cells"] = held
+            ms = [msgs.pop(c) for c in kids]
+            scope = set(f.variables).union(*(m.variables for m in ms))
+            out = list(variables) if i == root else [v for v in f.variables if v in q or v in t.separators[i]] + [
+                v for v in scope if v in q and v not in f.variables]
+            if log:
+                for m in ms:
+                    cells = t.domain.size(set(f.variables) | set(m.variables))
                     if cells > DEFAULT_MAX_CELLS:
                         raise JunctionTreeTooLarge(
                             f"variables: the out-of-clique query over {len(variables)} variables needs an "
                             f"intermediate table of {cells:,} cells; query fewer variables at once"
                         )
                     f = f + m
+                msgs[i] = f.logsumexp_to(out)
+            else:  # product and sum in one contraction (BLAS where it can), no full product table
+                label = {v: k for k, v in enumerate(scope)}
+                args = [x for g in [f, *ms] for x in (g.values, [label[v] for v in g.variables])]
+                msgs[i] = Factor(tuple(out), np.einsum(*args, [label[v] for v in out], optimize=len(ms) > 1))
             if i == root:
-                return f.logsumexp_to(variables)
-            keep = [v for v in f.variables if v in q or v in t.separators[i]]
-            msgs[i] = f.logsumexp_to(keep)
+                return msgs[i]
         raise AssertionError("unreachable")  # pragma: no cover

@@ -104,6 +104,9 @@ def entries() -> list[Entry]:
     def synth(**kw):
         return pa.mst_release(**kw)
 
+    def aim(**kw):
+        return pa.aim_release(**kw)
+
     def robust_fit(data, epsilon=0.1, mode="calibrated", max_rounds=10, rounds=4, seed=0, state_names=None, encoding="native"):
         bn = DiscreteBayesianNetwork(w["asia"].edges())
         est = pa.RobustFilter(epsilon=epsilon, mode=mode, max_rounds=max_rounds, rounds=rounds, seed=seed, progress=False,
@@ -186,6 +189,15 @@ def entries() -> list[Entry]:
                "tied": ["X0", 3, [("X0", "X1")], [[("X0", "X1")]], [[("X0", "X1"), ("X0", "Z")]],
                         [[("X0", "X1"), ("X1", "X0")]], [[("X0", "X1"), 5]]]},
               {"state_names": ("data",)}),
+        Entry("aim_release", aim,
+              lambda: dict(data=w["df_chain"], state_names=chain_states, rho=1.0, workload=2, seed=0, progress=False,
+                           estimator="rounds"),
+              {"data": _frames(w["df_chain"], "X0", empty=False), "state_names": [None, {"X0": [0, 1, 2]}, {"X0": []}, ["X0", "X1"],
+                                                                     {**chain_states, "nope": [0, 1]}],
+               "rho": BAD_POSITIVE, "accountant": ["acc", 1.0, pa.PrivacyAccountant(epsilon=1.0)],
+               "workload": [None, 0, 99, "X0", [], [("X0", "nope")], [("X0", "X0")], 2.5], "weights": [[1.0], "w", [-1.0] * 3],
+               "max_cells": BAD_COUNT, "estimator": ["mle", None, 3], "n_synthetic": BAD_COUNT, "synthetic": ["rounded", None, 1],
+               "seed": BAD_SEED, "fit_seed": BAD_SEED, "on_unknown": ["ignore", None]}),
         Entry("mst_release", synth,
               lambda: dict(data=w["df_chain"], state_names=chain_states, rho=1.0, seed=0, progress=False, estimator="naive"),
               {"data": _frames(w["df_chain"], "X0", empty=False), "state_names": [None, {"X0": [0, 1, 2]}, {"X0": []}, ["X0", "X1"],

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from ppgm import Domain, Measurement
-from ppgm.aim import ALPHA, ROUNDS_PER_VARIABLE, _combined, aim_select, closure, jt_cells
+import ppgm.aim as aim_module
+from hypothesis import given, settings, strategies as st
+from ppgm.aim import ALPHA, ROUNDS_PER_VARIABLE, _combined, aim_scores, aim_select, closure, jt_cells
 from ppgm.junction_tree import JunctionTree
 from ppgm.tables import contingency_tables
 
@@ -106,3 +108,49 @@ def test_bad_arguments_are_named():
         aim_select(dom, lambda c: None, [("A", "B")], -1.0)
     with pytest.raises(ValueError, match="workload"):
         aim_select(dom, lambda c: None, [("A", "Z")], 1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 3))
+def test_one_individual_moves_every_aim_score_by_at_most_its_weight(seed, k):
+    """Neighbouring data sets (one individual's k records added) under the same released model:
+    every candidate's score moves by at most w_r * k, the sensitivity the selection is charged for."""
+    rng = np.random.default_rng(seed)
+    dom = Domain(("A", "B", "C", "D"), (2, 3, 4, 2))
+    x = rng.integers(0, dom.cards, size=(int(rng.integers(5, 200)), 4))
+    extra = np.repeat(rng.integers(0, dom.cards, size=(1, 4)), k, axis=0) if rng.random() < 0.5 else rng.integers(0, dom.cards, size=(k, 4))
+    y = np.vstack([x, extra])
+    cand = closure([("A", "B", "C"), ("B", "D"), ("A", "C", "D")], rng.uniform(0.5, 2, 3))
+    rs = list(cand)
+    mus = [rng.dirichlet(np.ones(dom.size(r))).reshape(dom.shape(r)) for r in rs]
+    n, sigma = float(rng.uniform(1, 300)), float(rng.uniform(0.1, 20))
+    w = [cand[r] for r in rs]
+    a = aim_scores([contingency_tables(x, dom, [r])[0].values for r in rs], mus, n, w, sigma)
+    b = aim_scores([contingency_tables(y, dom, [r])[0].values for r in rs], mus, n, w, sigma)
+    assert np.all(np.abs(a - b) <= k * np.array(w) + 1e-9)
+    assert np.abs(a - b).max() <= k * max(w) + 1e-9
+
+
+def test_each_round_selects_with_the_charged_budget_and_sensitivity(monkeypatch):
+    """The selection primitive (audited in test_selection) receives the round's eps^2 / 8 and the
+    closure's largest weight times the contribution bound, and the released model (never the exact
+    counts) is what the scores compare with."""
+    calls = []
+    real = aim_module.report_noisy_max
+
+    def spy(scores, rho, sensitivity, rng):
+        calls.append((len(scores), rho, sensitivity))
+        return real(scores, rho, sensitivity, rng)
+
+    monkeypatch.setattr(aim_module, "report_noisy_max", spy)
+    rng = np.random.default_rng(3)
+    dom = Domain(tuple(f"X{i}" for i in range(4)), (3,) * 4)
+    x = _chain(2000, 4, rng)
+    work = list(combinations(dom.variables, 3))
+    run = _run(x, dom, work, 0.5, sensitivity=2.0)
+    w_max = max(closure(work).values())
+    assert len(calls) == len(run.selected) >= 1
+    for (m, rho_sel, sens), h in zip(calls, run.history[1:]):
+        assert rho_sel == pytest.approx(h["epsilon"] ** 2 / 8) and sens == pytest.approx(2.0 * w_max)
+        assert m == h["candidates"]
+        assert h["sigma"] >= 2.0 * math.sqrt(1 / (2 * ALPHA * 0.5)) - 1e-9  # sigma scales with the contribution bound

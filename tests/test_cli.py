@@ -76,3 +76,10 @@ def test_synthesize_writes_the_synthetic_records_the_release_and_the_report(tmp_
     assert abs(report["rho"] - 0.5) < 1e-12 and report["private"] and len(report["selected"]) == 2
     assert release.private and len(release) == 5
     assert abs((syn["a"] == syn["b"]).mean() - (df["a"] == df["b"]).mean()) < 0.05
+    # AIM: the same files, its rounds charged, the strong pair found
+    out2 = tmp_path / "aim"
+    assert main(["synthesize", str(tmp_path / "data.csv"), "--domain", str(tmp_path / "domain.json"), "--rho", "0.5",
+                 "--out", str(out2), "--estimator", "naive", "--method", "aim", "--workload", "2", "--no-progress"]) == 0
+    report = json.loads((out2 / "privacy_report.json").read_text())
+    assert abs(report["rho"] - 0.5) < 1e-12 and report["private"] and report["selected"][0]["clique"] == ["a", "b"]
+    assert len(NoisyTables.load(out2 / "release.npz")) == 3 + len(report["selected"])
