@@ -17,6 +17,7 @@ previous round's; all of it is post-processing of released tables.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Callable, Sequence
@@ -32,7 +33,7 @@ from .measurement import Measurement
 from .cgm import _naive_targets
 from .mle import fit_marginals
 from .noise import add_noise
-from .progress import progress_bar
+from .progress import ConvergenceWarning, progress_bar
 from .selection import Selected, report_noisy_max
 
 ALPHA = 0.9  # the paper's share of each round's budget spent on measuring
@@ -51,7 +52,8 @@ class AIMRun:
         The marginals chosen, in order, with how each was chosen.
     history : list of dict
         Per round: ``clique``, ``sigma``, ``epsilon``, ``rho_spent`` (cumulative), ``candidates``,
-        ``annealed``, ``cells`` (the model's junction tree).
+        ``annealed``, ``cells`` (the model's junction tree), ``refit_converged`` (a
+        ``ConvergenceWarning`` names the rounds whose refit stopped short).
     model : MarkovNetwork
         The naive fit after the last round (the learners refit the measurements).
     released : list of Measurement
@@ -269,6 +271,7 @@ def aim_select(
     n = _records(ms)
     fit, cal = _naive_fit(domain, ms, n, None)
     model = fit.model
+    history[0]["refit_converged"] = bool(fit.converged)
     selected: list[Selected] = []
     bar = progress_bar(total=None, desc="AIM rounds", enabled=progress)
     last = False
@@ -303,9 +306,14 @@ def aim_select(
                                  f"round {len(selected) + 1}: report-noisy-max (epsilon = {eps:.4g}) over the weighted L1 errors of the "
                                  f"{len(offered)} workload marginals whose model fits {int(cap):,} cells; measured at sigma = {sigma:.4g}"))
         history.append({"clique": pick, "sigma": sigma, "epsilon": eps, "rho_round": step, "rho_spent": spent,
-                        "candidates": len(offered), "annealed": bool(annealed), "cells": cells})
+                        "candidates": len(offered), "annealed": bool(annealed), "cells": cells,
+                        "refit_converged": bool(fit.converged)})
         if annealed and not last:
             sigma, eps = sigma / 2, eps * 2
         bar.update(1)
     bar.close()
+    stuck = [i for i, h in enumerate(history) if not h["refit_converged"]]
+    if stuck:
+        warnings.warn(f"the naive refits after rounds {stuck} stopped before their tolerance (history[i]['refit_converged']); "
+                      "those rounds scored candidates against a model short of the fit", ConvergenceWarning, stacklevel=2)
     return AIMRun(ms, selected, history, model, released, fit)

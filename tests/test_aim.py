@@ -154,3 +154,20 @@ def test_each_round_selects_with_the_charged_budget_and_sensitivity(monkeypatch)
         assert rho_sel == pytest.approx(h["epsilon"] ** 2 / 8) and sens == pytest.approx(2.0 * w_max)
         assert m == h["candidates"]
         assert h["sigma"] >= 2.0 * math.sqrt(1 / (2 * ALPHA * 0.5)) - 1e-9  # sigma scales with the contribution bound
+
+
+def test_a_refit_that_stops_short_is_flagged_and_warned(monkeypatch):
+    """The between-round refits are iterative: one that stops before its tolerance is recorded in the
+    round's history and named in a ConvergenceWarning, not passed off as converged."""
+    from ppgm.progress import ConvergenceWarning
+
+    real = aim_module.fit_marginals
+    monkeypatch.setattr(aim_module, "fit_marginals", lambda *a, **k: real(*a, **{**k, "max_iter": 1, "tol": 1e-14}))
+    rng = np.random.default_rng(4)
+    dom = Domain(tuple(f"X{i}" for i in range(3)), (3,) * 3)
+    x = _chain(3000, 3, rng)
+    with pytest.warns(ConvergenceWarning, match="refits after rounds"):
+        run = _run(x, dom, list(combinations(dom.variables, 2)), 1.0)
+    assert not any(h["refit_converged"] for h in run.history)
+    monkeypatch.setattr(aim_module, "fit_marginals", real)
+    assert all(h["refit_converged"] for h in _run(x, dom, list(combinations(dom.variables, 2)), 1.0).history)
