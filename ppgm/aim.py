@@ -287,8 +287,8 @@ def aim_select(
         spent += step
         scopes = [tuple(m.variables) for m in ms]
         cap = max(max_cells * spent / rho, cells)  # a marginal inside the model's cliques always fits
-        held = [set(c) for c in cal.tree.cliques]  # inside a clique of the model: the graph does not change
-        offered = [r for r in cand if any(set(r) <= c for c in held) or jt_cells(domain, scopes + [r]) <= cap]
+        # inside a clique of the model the graph does not change
+        offered = [r for r in cand if cal.tree.find_home(r) is not None or jt_cells(domain, scopes + [r]) <= cap]
         before = {r: _marginal(cal, model, r) for r in offered}
         noise_l1 = math.sqrt(2 / math.pi) * sigma
         scores = aim_scores([exact(r).values for r in offered], [before[r] for r in offered], n,

@@ -1075,17 +1075,16 @@ class Calibration:
         (2, 2)
         """
         variables = self.tree.domain.check(variables)
-        i = self.tree.find_home(variables) if self._probs is not None else None
+        i = self.tree.find_home(variables)
         if i is not None and self._probs is not None:
             f = Factor(self.tree.cliques[i], self._probs[i]).sum_to(variables)
             return Factor(variables, f.values / f.values.sum())
-        if i is None and self.tree.find_home(variables) is None and len(self.tree.cliques) > 1:
+        if i is None:  # out of clique: contract the probability tables
             f = self._out_of_clique(variables, log=False).transpose(variables)
             total = f.values.sum()
-            if not total > 0:  # everything underflowed: the log-space path is exact
-                g = self.log_marginal(variables)
-                return Factor(g.variables, np.exp(g.values))
-            return Factor(variables, f.values / total)
+            if total > 0:
+                return Factor(variables, f.values / total)
+            # everything underflowed: the log-space path is exact
         f = self.log_marginal(variables)
         return Factor(f.variables, np.exp(f.values))
 
