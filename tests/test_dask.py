@@ -28,6 +28,9 @@ from ppgm.executor import BlockLost  # noqa: E402
 from ppgm.robust_filter import filter_known_topology  # noqa: E402
 
 
+pytestmark = pytest.mark.xdist_group("dask")  # one worker, one LocalCluster for the module
+
+
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)

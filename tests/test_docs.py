@@ -3,7 +3,10 @@ its tutorial pages show the notebooks' outputs, figures included."""
 
 from pathlib import Path
 
+import pytest
 from conftest import docs_build
+
+pytestmark = pytest.mark.xdist_group("tutorials")  # with the tutorial tests: one worker runs the notebooks once
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,6 +5,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.xdist_group("tutorials")  # with the documentation build: one worker runs the notebooks once
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "tutorials").glob("*.ipynb"))
 
 
