@@ -31,7 +31,6 @@ from functools import cached_property
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy import sparse
 from scipy.optimize import minimize
 
 from .domain import Domain
@@ -116,7 +115,7 @@ class MarginalOracle:
         except JunctionTreeTooLarge:
             self.tree, self.exact = None, False
             return
-        # One sparse 0/1 matrix A (parameters x junction-tree cells): the clique log-potentials are
+        # One 0/1 matrix A (parameters x junction-tree cells): the clique log-potentials are
         # A^T x and the scopes' marginals are A b (b = the clique beliefs, flattened). A cell of a
         # clique feeds the parameter of each scope homed there at the cell's coordinates on that scope.
         t = self.tree
@@ -139,8 +138,10 @@ class MarginalOracle:
         self._clique_params = (np.concatenate([whole[i] for i in range(len(t.cliques))]).astype(np.intp)
                                if len(whole) == len(t.cliques) else None)
         rows, cols = np.concatenate(row_parts), np.concatenate(col_parts)
-        self._A = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(self.params.size, cells[-1]))
-        self._At = self._A.T.tocsr()
+        # A (parameters x cells, one 1 per pair of a scope's cell and a clique cell it sums) is applied as a
+        # gather and a weighted bincount each way: the same sums as a sparse product, without its per-call cost
+        # (a fit makes thousands of these products on a small tree)
+        self._rows, self._cols, self._n_cells = rows.astype(np.intp), cols.astype(np.intp), int(cells[-1])
         # When every scope is a clique of its own (trees, chains of the clique scopes), A is a permutation:
         # the products are then one gather each (a quarter of a sparse product's time at 64k cells).
         self._gather: tuple | None = None
@@ -166,8 +167,8 @@ class MarginalOracle:
             cell_of_param, param_of_cell = self._gather
             F = tree.fisher((np.asarray(mu) if mu is not None else self.flat(x)[1])[param_of_cell])  # type: ignore[union-attr]
             return lambda v: F(v[param_of_cell])[cell_of_param]
-        F = tree.fisher(tree.calibrate_flat(self._At @ x).flat_beliefs)  # type: ignore[union-attr]
-        return lambda v: self._A @ F(self._At @ v)
+        F = tree.fisher(tree.calibrate_flat(self._to_cells(x)).flat_beliefs)  # type: ignore[union-attr]
+        return lambda v: self._to_params(F(self._to_cells(v)))
 
     def inverse_fisher(self, mu: np.ndarray, ridge: float | np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
         """``r -> J r``, the junction tree's inverse Fisher information
@@ -226,8 +227,16 @@ class MarginalOracle:
             cell_of_param, param_of_cell = self._gather
             cal = self.tree.calibrate_flat(x[param_of_cell])  # type: ignore[union-attr]  # exact: the tree exists
             return cal.log_z, cal.flat_beliefs[cell_of_param]
-        cal = self.tree.calibrate_flat(self._At @ x)  # type: ignore[union-attr]  # exact: the tree exists
-        return cal.log_z, self._A @ cal.flat_beliefs
+        cal = self.tree.calibrate_flat(self._to_cells(x))  # type: ignore[union-attr]  # exact: the tree exists
+        return cal.log_z, self._to_params(cal.flat_beliefs)
+
+    def _to_cells(self, x: np.ndarray) -> np.ndarray:
+        """Clique log-potentials from parameters: each cell sums the parameters of the scopes' cells it lies in."""
+        return np.bincount(self._cols, weights=x[self._rows], minlength=self._n_cells)
+
+    def _to_params(self, y: np.ndarray) -> np.ndarray:
+        """Scope tables from clique cells: each scope cell sums the clique cells that lie in it."""
+        return np.bincount(self._rows, weights=y[self._cols], minlength=self.params.size)
 
     def __call__(self, x: np.ndarray) -> tuple[float, list[np.ndarray]]:
         if not self.exact:
