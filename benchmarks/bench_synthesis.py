@@ -79,8 +79,13 @@ def adult() -> tuple[pd.DataFrame, dict]:
 
 def child(n: int = 30_000) -> tuple[pd.DataFrame, dict]:
     """Records from pgmpy's CHILD network as integer codes, and its declared domain."""
-    bn = load_bif_example("child")
-    df = sample(bn, n, seed=2022)
+    return bif_codes("child", n, seed=2022)
+
+
+def bif_codes(name: str, n: int, seed: int) -> tuple[pd.DataFrame, dict]:
+    """``n`` records drawn from one of pgmpy's bundled networks as integer codes, and its declared domain."""
+    bn = load_bif_example(name)
+    df = sample(bn, n, seed=seed)
     states = {v: list(bn.get_cpds(v).state_names[v]) for v in df.columns}
     codes = pd.DataFrame({v: pd.Categorical(df[v], categories=states[v]).codes.astype(np.int64) for v in df.columns})
     return codes, {v: list(range(len(s))) for v, s in states.items()}

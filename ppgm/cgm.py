@@ -41,6 +41,7 @@ from scipy import sparse
 from scipy.optimize import Bounds, minimize
 
 from . import checks
+from .blas_threads import one_blas_thread
 from .domain import Domain
 from .factor import Factor
 from .junction_tree import Calibration
@@ -203,6 +204,7 @@ def _naive_targets(ms: Sequence[Measurement], N: float, project: bool) -> list[F
     return [Factor(c, v) for m, v in zip(ms, raw) for c in m.cliques]
 
 
+@one_blas_thread
 def naive_refit(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying | None = None, project: bool = True,
                 tol: float = 1e-4, oracle: MarginalOracle | None = None) -> Callable[[list, float, MarkovNetwork | None], MarkovNetwork]:
     """The naive MLE as ``refit(measurements, l2, init)`` for :func:`ppgm.release_rule.choose_l2`: one
@@ -239,6 +241,7 @@ def naive_refit(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying 
     return refit
 
 
+@one_blas_thread
 def naive_mle(
     domain: Domain,
     measurements: Sequence[Measurement],
@@ -337,6 +340,7 @@ class Pilot:
         return cls(refit, model, kl_from(model, oracle), oracle.tree.calibrate(model))  # type: ignore[union-attr]  # exact
 
 
+@one_blas_thread
 def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying | None = None, project: bool = True,
                seed=0, n_boot: int = N_BOOT, pilot: Pilot | None = None, oracle: MarginalOracle | None = None) -> Choice:
     """The naive MLE's L2 weight chosen from the release (:func:`ppgm.release_rule.choose_l2`): the
@@ -498,6 +502,7 @@ def _noise_constants(ms: Sequence[Measurement]) -> float:
     return c
 
 
+@one_blas_thread
 def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measurement], N: float,
                lam0: np.ndarray | None = None, max_iter: int = 500, tol: float = 1e-9, info: dict | None = None,
                at_start: tuple | None = None, method: str = "auto"):
@@ -676,6 +681,7 @@ def estep_nlbp(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measureme
     return n, max_iter, False
 
 
+@one_blas_thread
 def cgm_em(
     domain: Domain,
     measurements: Sequence[Measurement],

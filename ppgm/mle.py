@@ -43,6 +43,7 @@ from .markov import MarkovNetwork
 from .progress import ConvergenceWarning
 from .tying import Tying
 from . import checks
+from .blas_threads import one_blas_thread
 
 
 @dataclass(frozen=True)
@@ -246,6 +247,7 @@ class MarginalOracle:
         return log_z, self.params.split(mu)
 
 
+@one_blas_thread
 def fit_marginals(
     domain: Domain,
     targets: Sequence[Factor],
