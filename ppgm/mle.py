@@ -31,6 +31,7 @@ from functools import cached_property
 from typing import Callable, Sequence
 
 import numpy as np
+from scipy import sparse
 from scipy.optimize import minimize
 
 from .domain import Domain
@@ -143,6 +144,11 @@ class MarginalOracle:
         # gather and a weighted bincount each way: the same sums as a sparse product, without its per-call cost
         # (a fit makes thousands of these products on a small tree)
         self._rows, self._cols, self._n_cells = rows.astype(np.intp), cols.astype(np.intp), int(cells[-1])
+        # past a few ten thousand entries scipy's fused loop beats the gather and the bincount's two passes
+        # (third-order chain of 100: the naive fit 12.8 s with sparse products against 15.8 s)
+        self._A = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(self.params.size, self._n_cells)) \
+            if rows.size > SPARSE_MAPS else None
+        self._At = self._A.T.tocsr() if self._A is not None else None
         # When every scope is a clique of its own (trees, chains of the clique scopes), A is a permutation:
         # the products are then one gather each (a quarter of a sparse product's time at 64k cells).
         self._gather: tuple | None = None
@@ -233,10 +239,14 @@ class MarginalOracle:
 
     def _to_cells(self, x: np.ndarray) -> np.ndarray:
         """Clique log-potentials from parameters: each cell sums the parameters of the scopes' cells it lies in."""
+        if self._At is not None:
+            return self._At @ x
         return np.bincount(self._cols, weights=x[self._rows], minlength=self._n_cells)
 
     def _to_params(self, y: np.ndarray) -> np.ndarray:
         """Scope tables from clique cells: each scope cell sums the clique cells that lie in it."""
+        if self._A is not None:
+            return self._A @ y
         return np.bincount(self._rows, weights=y[self._cols], minlength=self.params.size)
 
     def __call__(self, x: np.ndarray) -> tuple[float, list[np.ndarray]]:
@@ -443,6 +453,7 @@ def newton_applies(oracle: MarginalOracle, l2: float, tie: Tying | None) -> bool
 
 
 CG_RTOL = 0.3  # conjugate gradients stop at this relative residual, tightened as the gradient falls
+SPARSE_MAPS = 30_000  # entries of the parameter <-> cell map above which it is applied as a scipy sparse product
 MAX_STEP = 30.0  # the largest change of a log-potential in one Newton step (its quadratic model is local)
 
 
