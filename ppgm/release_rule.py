@@ -61,6 +61,9 @@ class Choice:
         False when the best candidate lay at the edge of the range tried (the value is that edge).
     reason : str
         How the value was picked.
+    extrapolation : dict, optional
+        For a bias-corrected choice (:func:`extrapolate`): the first-level weight, the second-level
+        one and the corrected value before clipping.
     """
 
     value: float
@@ -68,12 +71,16 @@ class Choice:
     scores: np.ndarray
     decided: bool = True
     reason: str = ""
+    extrapolation: dict | None = None
 
     def as_record(self) -> dict:
         """The choice as a plain dict for a result's history."""
-        return {"value": float(self.value), "candidates": [float(c) for c in self.candidates],
-                "mean_scores": [float(s) for s in self.scores.mean(axis=0)], "decided": self.decided,
-                "reason": self.reason}
+        out = {"value": float(self.value), "candidates": [float(c) for c in self.candidates],
+               "mean_scores": [float(s) for s in self.scores.mean(axis=0)], "decided": self.decided,
+               "reason": self.reason}
+        if self.extrapolation is not None:
+            out["extrapolation"] = dict(self.extrapolation)
+        return out
 
 
 def simulated_release(model: MarkovNetwork, ms: Sequence[Measurement], N: float, rng: np.random.Generator,
@@ -182,6 +189,49 @@ def within_one_se(scores: np.ndarray, best: int) -> int | None:
     return None
 
 
+def extrapolate(first: Choice, second: Choice, lower: float, limit: float = STEP) -> Choice:
+    """Correct a bootstrap choice for its pilot's own noise by extrapolating one level further (SIMEX).
+
+    The pilot is a lightly regularised fit of the release, so it carries the release's noise as well
+    as its signal; the first-level choice ``first`` (releases simulated from the pilot) is that of a
+    problem with the noise added once more than the real one, ``second`` (releases simulated from
+    pilots of simulated releases) with it added twice. In a Gaussian sequence model the best ridge
+    weight is noise variance over signal energy, and the energy grows linearly with each level of
+    added noise, so the inverse weight is linear in the level: ``1 / w = 2 / first - 1 / second``
+    (Cook and Stefanski's simulation-extrapolation, here on the weight). The move is clipped to
+    ``limit`` either way (a noisy second level must not throw the choice far) and to the floor.
+
+    Parameters
+    ----------
+    first, second : Choice
+        The choices of the first and second levels.
+    lower : float
+        The floor of the weight.
+    limit : float
+        The largest factor by which the correction moves the first-level weight.
+
+    Returns
+    -------
+    Choice
+        ``first`` with the corrected value and the ``extrapolation`` record.
+
+    Examples
+    --------
+    >>> c = lambda v: Choice(v, np.array([v]), np.zeros((3, 1)))
+    >>> round(extrapolate(c(0.02), c(0.015), lower=1e-4).value, 6)   # inverse weights 50 and 66.7: 33.3
+    0.03
+    >>> round(extrapolate(c(0.02), c(0.04), lower=1e-4).value, 6)   # inverse weights 50 and 25: 75
+    0.013333
+    """
+    inv = 2.0 / first.value - 1.0 / second.value
+    raw = 1.0 / inv if inv > 0 else float("inf")
+    value = float(np.clip(raw, first.value / limit, first.value * limit))
+    value = max(value, lower)
+    record = {"first": float(first.value), "second": float(second.value), "raw": raw}
+    reason = first.reason + "; corrected for the pilot's noise by extrapolation (SIMEX)"
+    return Choice(value, first.candidates, first.scores, first.decided, reason, record)
+
+
 def choose_l2(
     ms: Sequence[Measurement],
     N: float,
@@ -191,7 +241,7 @@ def choose_l2(
     lower: float | None = None,
     n_boot: int = N_BOOT,
     seed=0,
-    score: Callable[[MarkovNetwork], float] | None = None,
+    score: Callable[[MarkovNetwork], float] | Sequence[Callable[[MarkovNetwork], float]] | None = None,
     simulate: Callable[[np.random.Generator], list] | None = None,
     patience: int = 2,
     one_se: bool = False,
@@ -219,9 +269,10 @@ def choose_l2(
     n_boot : int
         Simulated releases.
     seed : int or numpy.random.Generator
-    score : callable, optional
+    score : callable or sequence of callables, optional
         KL(pilot || fit) for a fit (default :func:`ppgm.kl_divergence`; :func:`kl_from` calibrates the
-        pilot once).
+        pilot once); one callable per simulated release when each has its own truth (``simulate``
+        then draws release b from truth b).
     simulate : callable, optional
         ``simulate(rng)`` -> a release like ``ms`` drawn from the pilot (default
         :func:`simulated_release`; learners whose pilot is not a MarkovNetwork bring their own).
@@ -256,6 +307,9 @@ def choose_l2(
     rng = as_generator(seed)
     lower = 1.0 / N if lower is None else lower
     score = score or (lambda q: kl_divergence(pilot, q))
+    scores_of = list(score) if isinstance(score, Sequence) else [score] * n_boot
+    if len(scores_of) != n_boot:
+        raise ValueError(f"score: expected one callable or {n_boot} (one per simulated release), got {len(scores_of)}")
     if simulate is None:  # the pilot calibrated once for all its releases
         cal = JunctionTree.build(pilot.domain, pilot.scopes).calibrate(pilot)
         simulate = lambda r: simulated_release(pilot, ms, N, r, cal)  # noqa: E731
@@ -269,7 +323,7 @@ def choose_l2(
         for b, ys in enumerate(releases):
             fit = refit(ys, l2, last[b] if warm else None)
             last[b] = fit
-            col.append(score(fit))
+            col.append(scores_of[b](fit))
         cands.append(l2)
         cols.append(col)
 

@@ -21,6 +21,7 @@ eps >= 1 and loses at high noise, where its calibrated weight is the one to use.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Hashable, Sequence
 
 import numpy as np
@@ -187,7 +188,12 @@ class Tying:
         >>> t.pool(np.array([1.0, 2.0, 10.0, 20.0])).tolist()
         [11.0, 22.0]
         """
-        return self.matrix.T @ g
+        return self._pooling @ g
+
+    @cached_property
+    def _pooling(self) -> sparse.csr_matrix:
+        """T^T as its own CSR matrix, built once (a transpose per call cost about a tenth of a tied fit)."""
+        return self.matrix.T.tocsr()
 
     def restrict(self, theta: np.ndarray) -> np.ndarray:
         """Shared parameters closest to ``theta`` in least squares: each group's tables averaged.

@@ -223,6 +223,13 @@ def test_remaining_gain_matches_a_dense_newton_decrement():
     expected = 0.5 * np.mean(p * (1 - p) * f[0] * f[1])
     assert expected > 0
     assert _remaining_gain(model, grads, chains, scale, l2) == pytest.approx(expected, rel=1e-6)
+    # noisy tables: each theta cell's curvature scaled by its share w of the observation, so the gradient
+    # enters as g / sqrt(w) (the Hessian D^1/2 H D^1/2 is solved on the rescaled gradient); w = 1 is the above
+    share = rng.uniform(0.05, 1.0, size=model.theta.size)
+    f = [X @ np.linalg.solve(H, np.append(np.where(curv > 0, g.theta / np.sqrt(share), 0.0), g.theta0)) for g in grads]
+    noisy = 0.5 * np.mean(p * (1 - p) * f[0] * f[1])
+    assert noisy > expected  # less curvature: more left to gain
+    assert _remaining_gain(model, grads, chains, scale, l2, share=share) == pytest.approx(noisy, rel=1e-6)
 
 
 def test_pcd_reports_an_unconverged_run():
