@@ -407,10 +407,9 @@ def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying |
     if not correct or not first.decided or first.value <= (1 + 1e-9) / N:
         return first  # at the floor the correction cannot move it: the second level's weight is at least the floor
     # second level: pilots of releases simulated from the pilot, one release from each. The pilots are cold
-    # fits: at the tiny weight 1 / N a cold fit follows its path of weights, while a start at the first pilot
-    # is a rough point in the wrong place (3-5x slower on the third-order chain at epsilon 0.1)
-    tree, oracle_ = pilot.calibration.tree, pilot.oracle
-    seconds = [pilot.refit(simulated_release(pilot.model, ms, N, rng, pilot.calibration), PILOT / N, None)
+    # fits (Pilot.of): at the tiny weight 1 / N a cold fit follows its path of weights, while a start at the
+    # first pilot is a rough point in the wrong place (3-5x slower on the third-order chain at epsilon 0.1)
+    seconds = [Pilot.of(domain, simulated_release(pilot.model, ms, N, rng, pilot.calibration), N, tie, project, pilot.oracle)
                for _ in range(n_boot)]
     draws = iter(seconds)
     with warnings.catch_warnings():
@@ -419,8 +418,8 @@ def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying |
         # upwards, cold, while the largest weight tried scores best)
         second = choose_l2(ms, N, pilot.refit, pilot.model, upper=first.value * STEP, lower=1.0 / N,
                            n_boot=n_boot, seed=rng,
-                           score=[kl_from(p, oracle_) for p in seconds],
-                           simulate=lambda r: simulated_release((p := next(draws)), ms, N, r, tree.calibrate(p)))
+                           score=[p.score for p in seconds],
+                           simulate=lambda r: simulated_release((p := next(draws)).model, ms, N, r, p.calibration))
     return extrapolate(first, second, lower=1.0 / N)
 
 
