@@ -25,7 +25,6 @@ SCALED_RANGE = 600.0  # below this total log-range of the potentials, calibrate 
 SCALED_MIN_CELLS = 2048  # ... when the cliques are large (mean cells): there one exp per clique beats the batched log
 # schedule's passes (third-order chain 10 x 10, 10^4 cells a clique: 0.9 ms against 2.0 ms); with small cliques the
 # batched schedule's few calls per level win (Adult: 117 against 185 us; random tree of 100 x 8 states: 0.35 against 1.4 ms) ...
-PATH_LIKE = 0.75  # ... unless the tree is nearly a path (levels / cliques above this: a chain of 30, 0.93 against 0.53 ms)
 BATCH_MIN_CLIQUES = 8  # ... or small (a few cliques: no gain, and L-BFGS at tol 1e-10 met its tolerance only on the scaled sums)
 
 
@@ -459,29 +458,38 @@ class JunctionTree:
         plan = self._plan()
         starts, sizes, shapes = plan["starts"], plan["sizes"], plan["shapes"]
         psi = np.asarray(psi, dtype=float)
-        if psi.shape != (int(sizes.sum()),):
-            raise ValueError(f"psi: expected a flat vector of {int(sizes.sum())} clique cells, got shape {psi.shape}")
+        if plan.get("cells") is None:  # computed once per tree: the length, and which schedule suits its shape
+            plan["cells"] = int(sizes.sum())
+            # (a path-shaped tree needed the scaled schedule too while the levels ran from one end; rooted at
+            # its centre, a chain of 300 calibrates batched in 4.6 ms against 6.6 ms scaled)
+            plan["scaled_shape"] = bool(sizes.mean() >= SCALED_MIN_CELLS or len(self.cliques) < BATCH_MIN_CLIQUES)
+        if psi.shape != (plan["cells"],):
+            raise ValueError(f"psi: expected a flat vector of {plan['cells']} clique cells, got shape {psi.shape}")
+        if not plan["scaled_shape"]:
+            return self._calibrate_log(psi)  # it checks for NaN / +inf only when they have reached the root
         tops = np.maximum.reduceat(psi, starts)  # NaN propagates
-        if np.isnan(tops).any() or (tops == np.inf).any():
-            raise ValueError("psi: log-potentials must be finite or -inf")
+        _check_potentials(tops)
         lows = np.minimum.reduceat(psi, starts)
         if (lows == -np.inf).any():  # each table's finite minimum
             lows = np.minimum.reduceat(np.where(psi == -np.inf, np.inf, psi), starts)
         finite_range = float(np.where(np.isfinite(lows), tops - lows, 0.0).sum())
-        bounds = zip(starts, starts + sizes, shapes)
-        if finite_range < SCALED_RANGE and (sizes.mean() >= SCALED_MIN_CELLS or len(self.cliques) < BATCH_MIN_CLIQUES
-                                            or len(self._levels().levels) > PATH_LIKE * len(self.cliques)):
+        if finite_range < SCALED_RANGE:
             if (tops == -np.inf).any():
-                raise ValueError("the model assigns zero probability to every configuration (log Z = -inf)")
+                raise ValueError(_ZERO)
             E = np.exp(psi - np.repeat(tops, sizes))
+            bounds = zip(starts, starts + sizes, shapes)
             return self._calibrate_scaled([E[a:b].reshape(sh) for a, b, sh in bounds], tops.tolist())
         return self._calibrate_log(psi)
 
-    def _levels(self) -> "_Levels":
-        """The batched schedule's index arrays (built once per tree)."""
-        lv = self._memo.get("levels")
+    def _levels(self, centre: bool = True) -> "_Levels":
+        """The batched schedule's index arrays (built once per tree). Calibration and the Fisher product
+        (exact, whatever the root) run on the tree re-rooted at a centre, which makes the levels fewest
+        (Adult's Chow-Liu tree: 5 instead of 7). Sampling keeps the tree's own root (``centre=False``), so
+        that a seed draws the same tables whatever the schedule's rooting."""
+        key = "levels" if centre else "levels_own_root"
+        lv = self._memo.get(key)
         if lv is None:
-            lv = self._memo["levels"] = _Levels.of(self)
+            lv = self._memo[key] = _Levels.of(self, centre)
         return lv
 
     def _separator_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -537,8 +545,8 @@ class JunctionTree:
         True
         """
         mu = np.asarray(beliefs, dtype=float)
-        plan, levels = self._plan(), self._levels().levels
-        root = self.order[0]
+        lv, plan = self._levels(), self._plan()
+        levels, root = lv.levels, lv.root
         a, n = int(plan["starts"][root]), int(plan["sizes"][root])
         per_level = []  # the beliefs each level reads, gathered once: children's, parents', 1 / separator mass
         for L in levels:
@@ -626,7 +634,11 @@ class JunctionTree:
         of the tree sends its message in the same few array operations (a gather of its cells grouped by
         separator cell, a log-sum-exp over each group shifted by the group's own maximum), so the cost is a
         handful of numpy calls per level, not per clique."""
-        logs, probs, lz = self._log_schedule(np.array(psi, dtype=float, copy=True))
+        try:
+            logs, probs, lz = self._log_schedule(np.array(psi, dtype=float, copy=True))
+        except ValueError:
+            _check_potentials(psi)  # NaN or +inf anywhere reaches the root's log Z: say which error it was
+            raise
         cal = Calibration(self, float(lz))
         cal._cache["flat_logs"] = logs  # the per-clique tables are views of these, made on first use
         cal._cache["flat"] = probs
@@ -715,7 +727,7 @@ class JunctionTree:
                 up[k] = m
                 np.add.at(off, L.edge_parent, off[L.edge_child] + np.log(s))
                 np.multiply.at(E, L.parent_cells, m[L.parent_sep])
-            root = self.order[0]
+            root = lv.root
             a, n = plan["starts"][root], plan["sizes"][root]
             z = E[a:a + n].sum(axis=0)
             log_z = np.where(z > 0, np.log(z) + off[root], -np.inf)
@@ -747,20 +759,23 @@ class JunctionTree:
                 down[np.isnan(down)] = -np.inf
                 inward[L.child_cells] += down[L.child_sep]
             starts, sizes = plan["starts"], plan["sizes"]
-            tops = np.maximum.reduceat(inward, starts, axis=0)
-            if strict and not np.all(np.isfinite(tops[self.order[0]])):
-                raise ValueError("the model assigns zero probability to every configuration (log Z = -inf)")
-            tops = _safe_top(tops)
+            if strict:  # every calibrated clique sums to Z: one log-sum-exp at the root normalises them all
+                a, n = int(starts[lv.root]), int(sizes[lv.root])
+                top = float(inward[a:a + n].max())
+                if not math.isfinite(top):  # -inf: no configuration; NaN / +inf: bad input (the caller tells which)
+                    raise ValueError(_ZERO)
+                lz = top + math.log(float(np.exp(inward[a:a + n] - top).sum()))
+                inward -= lz
+                return inward, np.exp(inward), lz
+            tops = _safe_top(np.maximum.reduceat(inward, starts, axis=0))
             inward -= np.repeat(tops, sizes, axis=0)
             probs = np.exp(inward)
             mass = np.add.reduceat(probs, starts, axis=0)
             probs /= np.repeat(mass, sizes, axis=0)
             lz = np.log(mass) + tops
             inward -= np.repeat(np.log(mass), sizes, axis=0)
-        root = lz[self.order[0]]
-        if not strict:
-            root = np.where(np.isfinite(root) & (tops[self.order[0]] > _LOWEST), root, -np.inf)
-        return inward, probs, root
+        root = lz[lv.root]
+        return inward, probs, np.where(np.isfinite(root) & (tops[lv.root] > _LOWEST), root, -np.inf)
 
     def _calibrate_scaled(self, scaled: Sequence[np.ndarray], tops: Sequence[float]) -> "Calibration":
         """The same schedule on ``scaled`` = exp(psi - max psi), one per clique, with a log-scale per
@@ -815,6 +830,52 @@ class JunctionTree:
         return Calibration(self, float(log_z), _probs=tuple(beliefs))  # type: ignore[arg-type]  # set in the first pass
 
 
+_ZERO = "the model assigns zero probability to every configuration (log Z = -inf)"
+
+
+def _check_potentials(psi: np.ndarray) -> None:
+    """Log-potentials (or their maxima) must be finite or -inf."""
+    if not (psi < np.inf).all():  # False for NaN and for +inf
+        raise ValueError("psi: log-potentials must be finite or -inf")
+
+
+def _rerooted(tree: "JunctionTree") -> tuple[int, list, list]:
+    """The tree re-rooted at a centre (the middle of a longest path, found by two breadth-first searches;
+    the larger clique of two centres): the root, each clique's parent (-1 at the root) and the
+    breadth-first order, neighbours visited in index order."""
+    k = len(tree.cliques)
+    adj: list = [[] for _ in range(k)]
+    for c, p in enumerate(tree.parent):
+        if p >= 0:
+            adj[c].append(p)
+            adj[p].append(c)
+    adj = [sorted(a) for a in adj]
+
+    def bfs(source: int) -> tuple:
+        parent, order = [-1] * k, [source]
+        seen = [False] * k
+        seen[source] = True
+        for i in order:  # grows while it is walked
+            for j in adj[i]:
+                if not seen[j]:
+                    seen[j] = True
+                    parent[j] = i
+                    order.append(j)
+        return parent, order
+
+    _, order = bfs(tree.order[0])
+    u = order[-1]  # a farthest clique: one end of a longest path
+    parent, order = bfs(u)
+    path = [order[-1]]  # the other end, walked back to u
+    while path[-1] != u:
+        path.append(parent[path[-1]])
+    n = len(path)
+    dom = tree.domain
+    root = max({path[(n - 1) // 2], path[n // 2]}, key=lambda i: (dom.size(tree.cliques[i]), -i))
+    parent, order = bfs(root)
+    return root, parent, order
+
+
 def _safe_top(top: np.ndarray) -> np.ndarray:
     """Segment maxima with -inf (an all-zero segment) replaced by the lowest float, so that shifting by
     them leaves -inf (and never makes NaN)."""
@@ -861,16 +922,22 @@ class _Levels:
     """The tree's edges grouped by the depth of their child (``levels[0]``: the root's children)."""
 
     levels: tuple
+    root: int
 
     @classmethod
-    def of(cls, tree: "JunctionTree") -> "_Levels":
+    def of(cls, tree: "JunctionTree", centre: bool = True) -> "_Levels":
         dom = tree.domain
         starts = tree._plan()["starts"]
+        root, parent, order = _rerooted(tree) if centre else (tree.order[0], list(tree.parent), tree.order)
         depth = [0] * len(tree.cliques)
         by_depth: dict = {}
-        for i in tree.order[1:]:
-            depth[i] = depth[tree.parent[i]] + 1
+        for i in order[1:]:
+            depth[i] = depth[parent[i]] + 1
             by_depth.setdefault(depth[i], []).append(i)
+
+        def separator(c: int, p: int) -> tuple:
+            """The separator of edge c - p (stored on whichever end is the child in the tree's own rooting)."""
+            return tree.separators[c] if tree.parent[c] == p else tree.separators[p]
 
         def sep_index(clique: tuple, sep: tuple) -> np.ndarray:
             """The separator cell of every cell of ``clique`` (C order), separator axes in domain order."""
@@ -891,7 +958,8 @@ class _Levels:
             cc, cs, pc, ps, e_start, e_size = [], [], [], [], [], []
             n_sep = 0
             for c in by_depth[d]:
-                p, sep = tree.parent[c], tree.separators[c]
+                p = parent[c]
+                sep = separator(c, p)
                 sc, sp = sep_index(tree.cliques[c], sep), sep_index(tree.cliques[p], sep)
                 cc.append(starts[c] + np.arange(sc.size))
                 cs.append(sc + n_sep)
@@ -903,11 +971,11 @@ class _Levels:
             c_cells, c_sep, c_seg = grouped(cc, cs, n_sep)
             p_cells, p_sep, p_seg = grouped(pc, ps, n_sep)
             kids = np.asarray(by_depth[d], dtype=np.intp)
-            parents = [tree.parent[c] for c in by_depth[d]]
+            parents = [parent[c] for c in by_depth[d]]
             levels.append(_Level(c_cells, c_sep, c_seg, p_cells, p_sep, p_seg, n_sep, kids,
                                  np.asarray(parents, dtype=np.intp),
                                  np.asarray(e_start, dtype=np.intp), np.asarray(e_size, dtype=np.intp)))
-        return cls(tuple(levels))
+        return cls(tuple(levels), root)
 
 
 def _lse_onto(values: np.ndarray, scope: Sequence, keep: Sequence) -> np.ndarray:

@@ -204,7 +204,7 @@ def sample_clique_tables(model: MarkovNetwork, n: int, seed=None, calibration: C
     root = t.order[0]
     a, k = int(starts[root]), int(sizes[root])
     counts[a:a + k] = rng.multinomial(n, _normalised(mu[a:a + k][None, :])[0])
-    for L in t._levels().levels:  # root outwards: every child of one depth given its parent's counts
+    for L in t._levels(centre=False).levels:  # root outwards: every child of one depth given its parent's counts
         at_sep = np.add.reduceat(counts[L.parent_cells], L.parent_seg)
         runs = np.diff(np.append(L.child_seg, L.child_cells.size))  # each separator cell's child cells
         for length in np.unique(runs):  # one multinomial call per run length

@@ -301,3 +301,52 @@ def test_fisher_product_stays_finite_where_a_separator_cell_is_subnormal():
     got = jt.fisher(mu)(v)
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, cov @ v, atol=1e-9)
+
+
+def _random_tree_network(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    return pairwise_dirichlet([(int(rng.integers(0, i)), i) for i in range(1, n)], n, 3, seed=seed)
+
+
+@pytest.mark.parametrize("n, seed", [(2, 0), (3, 1), (12, 2), (40, 3), (41, 4)])
+def test_batched_schedule_is_rooted_at_a_centre_of_the_clique_tree(n, seed):
+    """The batched schedule's levels run from a centre (the fewest levels any root gives); the tree's
+    own root and parent links, which sampling uses, are left as built."""
+    import networkx as nx
+
+    mn = _random_tree_network(n, seed)
+    jt = JunctionTree.build(mn.domain, mn.scopes)
+    g = nx.Graph([(c, p) for c, p in enumerate(jt.parent) if p >= 0])
+    g.add_nodes_from(range(len(jt.cliques)))
+    lv, own = jt._levels(), jt._levels(centre=False)
+    assert lv.root in nx.center(g)
+    assert len(lv.levels) == nx.eccentricity(g, lv.root) == min(nx.eccentricity(g).values())
+    assert own.root == jt.order[0] and len(own.levels) == nx.eccentricity(g, jt.order[0])
+    assert len(lv.levels) <= len(own.levels)
+
+
+def test_flat_calibration_bad_input_deep_in_a_batched_tree():
+    """The batched schedule checks its input only when the root's log Z is not finite: NaN and +inf in a
+    leaf must still be reported as bad input, and a model with no configuration as such."""
+    mn = _random_tree_network(30, 5)
+    jt = JunctionTree.build(mn.domain, mn.scopes)
+    psi = np.concatenate([p.ravel() for p in jt._potentials(mn)])
+    leaf = max(range(len(jt.cliques)), key=lambda i: jt.order.index(i))  # the last clique reached from the root
+    a = int(jt._plan()["starts"][leaf])
+    for bad in (np.nan, np.inf):
+        x = psi.copy()
+        x[a + 1] = bad
+        with pytest.raises(ValueError, match="psi: log-potentials must be finite or -inf"):
+            jt.calibrate_flat(x)
+    x = psi.copy()
+    x[a:a + int(jt._plan()["sizes"][leaf])] = -np.inf
+    with pytest.raises(ValueError, match="zero probability"):
+        jt.calibrate_flat(x)
+    assert not jt._plan()["scaled_shape"]  # the case under test: the batched log schedule
+    cal, plan = jt.calibrate_flat(psi), jt._plan()  # and on good input it is the per-clique scaled schedule's answer
+    tops = np.maximum.reduceat(psi, plan["starts"])
+    E = np.exp(psi - np.repeat(tops, plan["sizes"]))
+    ref = jt._calibrate_scaled([E[a:a + n].reshape(sh) for a, n, sh in zip(plan["starts"], plan["sizes"], plan["shapes"])],
+                               tops.tolist())
+    assert cal.log_z == pytest.approx(ref.log_z, abs=1e-11)
+    np.testing.assert_allclose(cal.flat_beliefs, np.concatenate([b.ravel() for b in ref.beliefs]), atol=1e-13)
