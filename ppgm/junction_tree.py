@@ -556,19 +556,18 @@ class JunctionTree:
             # reaches has a belief below that, so its share of F v is as small, and 1 / mass would overflow
             # for a subnormal mass
             inv = np.divide(1.0, mass, out=np.zeros_like(mass), where=mass > TINY_MASS)
-            per_level.append((mu_c, mu[L.parent_cells], inv))
+            # the conditionals of each side given the separator, so that a product needs no division pass
+            per_level.append((mu_c * inv[L.child_sep], mu[L.parent_cells] * inv[L.parent_sep]))
 
         def apply(v: np.ndarray) -> np.ndarray:
             e = np.array(v, dtype=float)
             ups = []
-            for L, (mu_c, _, inv) in zip(reversed(levels), reversed(per_level)):  # deepest first: E[subtree | separator]
-                u = np.add.reduceat(mu_c * e[L.child_cells], L.child_seg)
-                u *= inv
+            for L, (cond_c, _) in zip(reversed(levels), reversed(per_level)):  # deepest first: E[subtree | separator]
+                u = np.add.reduceat(cond_c * e[L.child_cells], L.child_seg)
                 ups.append(u)
                 np.add.at(e, L.parent_cells, u[L.parent_sep])
-            for L, (_, mu_p, inv), u in zip(levels, per_level, reversed(ups)):  # root outwards: the rest of g
-                down = np.add.reduceat(mu_p * e[L.parent_cells], L.parent_seg)
-                down *= inv
+            for L, (_, cond_p), u in zip(levels, per_level, reversed(ups)):  # root outwards: the rest of g
+                down = np.add.reduceat(cond_p * e[L.parent_cells], L.parent_seg)
                 down -= u
                 e[L.child_cells] += down[L.child_sep]
             e *= mu
