@@ -48,7 +48,7 @@ from .junction_tree import Calibration
 from .markov import MarkovNetwork
 from .measurement import Measurement
 from .krylov import pcg
-from .mle import CG_RTOL, FitResult, MarginalOracle, fit_marginals, newton_applies
+from .mle import CG_RTOL, FitResult, MarginalOracle, _armijo, fit_marginals, newton_applies
 from .projection import project_rows
 from .progress import ConvergenceWarning, logger, progress_bar
 from .release_rule import N_BOOT, STEP, Choice, UndecidedWarning, choose_l2, extrapolate, kl_from, simulated_release, within_one_se
@@ -635,6 +635,10 @@ def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measur
     def value(lam_: np.ndarray, log_z_: float) -> float:
         return float(lam_ @ y + 0.5 * (s2 * lam_) @ lam_ + N * log_z_)
 
+    def negated(lam_: np.ndarray) -> tuple:  # the line search ascends
+        log_z_, mu_ = calibrate(lam_)
+        return -value(lam_, log_z_), log_z_, mu_
+
     gauge = oracle.gauge
     # With one noise variance for every cell the dual splits like the M-step: along the gauge G, log Z is
     # affine (it moves by <g, mu>, the same for every mu), so D's G-part is a quadratic in lambda_G whose
@@ -680,13 +684,9 @@ def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measur
             break
         t = min(1.0, ESTEP_MAX_STEP / float(np.abs(step).max()))
         noise = 1e-13 * max(1.0, abs(f))
-        while True:
-            trial = lam + t * step
-            log_z_t, mu_t = calibrate(trial)
-            f_t = value(trial, log_z_t)
-            if f_t <= f + 1e-4 * t * slope + noise or t < 1e-10:
-                break
-            t *= 0.5
+        # the dual is minimised: the search ascends its negative
+        t, trial, neg, log_z_t, mu_t, _ = _armijo(lam, step, t, -f, -slope, negated)
+        f_t = -neg
         if f_t > f + noise:
             message = "no decrease along the Newton direction"
             break

@@ -435,6 +435,29 @@ def fit_marginals(
     return FitResult(P.model(theta), float(-res.fun), converged, history)
 
 
+def _armijo(x: np.ndarray, step: np.ndarray, t: float, f: float, slope: float,
+           evaluate: Callable[[np.ndarray], tuple]) -> tuple:
+    """Backtracking line search for an ascent along ``step`` from ``x`` (objective ``f``, directional
+    derivative ``slope``): halve ``t`` until the Armijo condition holds (gains below the objective's
+    rounding count as none) or ``t`` falls below 1e-10. ``evaluate(point)`` -> ``(value, log_z, mu)``.
+    Returns ``(t, point, value, log_z, mu, halved)``; a minimiser passes its negated objective and slope.
+
+    Examples
+    --------
+    >>> out = _armijo(np.zeros(1), np.ones(1), 4.0, 0.0, 1.0, lambda p: (float(-(p[0] - 1) ** 2 + 1), 0.0, None))
+    >>> out[0], out[5]   # t = 4 and 2 overshoot the maximum at 1; t = 1 reaches it
+    (1.0, True)
+    """
+    noise = 1e-13 * max(1.0, abs(f))
+    halved = False
+    while True:
+        trial = x + t * step
+        value, log_z, mu = evaluate(trial)
+        if value >= f + 1e-4 * t * slope - noise or t < 1e-10:
+            return t, trial, value, log_z, mu, halved
+        t, halved = t * 0.5, True
+
+
 def _newton_tied(oracle: MarginalOracle, tie: Tying, mu_hat: np.ndarray, l2: float, z: np.ndarray, max_iter: int,
                  tol: float, history: list, cg_iter: int = 200, max_evals: int | None = None,
                  start: tuple | None = None) -> tuple[np.ndarray, float, bool, int]:
@@ -459,6 +482,10 @@ def _newton_tied(oracle: MarginalOracle, tie: Tying, mu_hat: np.ndarray, l2: flo
     def objective(z_: np.ndarray, log_z: float) -> float:
         return float(tie.expand(z_) @ mu_hat - log_z - l2 * (z_ @ z_))
 
+    def evaluate(z_: np.ndarray) -> tuple:
+        log_z, mu = calibrate(z_)
+        return objective(z_, log_z), log_z, mu
+
     z = np.array(z, dtype=float)
     log_z, mu = calibrate(z) if start is None else (float(start[0]), np.asarray(start[1]))
     f = objective(z, log_z)
@@ -479,15 +506,8 @@ def _newton_tied(oracle: MarginalOracle, tie: Tying, mu_hat: np.ndarray, l2: flo
         if slope <= 0:  # not an ascent direction (rounding near the optimum)
             break
         t = min(1.0, MAX_STEP / float(np.abs(step).max()))
-        noise = 1e-13 * max(1.0, abs(f))
-        while True:
-            trial = z + t * step
-            log_z, mu_new = calibrate(trial)
-            f_new = objective(trial, log_z)
-            if f_new >= f + 1e-4 * t * slope - noise or t < 1e-10:
-                break
-            t *= 0.5
-        if f_new < f - noise:  # no ascent along the Newton direction
+        t, trial, f_new, log_z, mu_new, _ = _armijo(z, step, t, f, slope, evaluate)
+        if f_new < f - 1e-13 * max(1.0, abs(f)):  # no ascent along the Newton direction
             break
         z, f, mu = trial, f_new, mu_new
         history.append(f)
@@ -569,6 +589,10 @@ def _newton(oracle: MarginalOracle, mu_hat: np.ndarray, l2: float, x: np.ndarray
     def objective(y, log_z):
         return float(y @ mu_hat - log_z - l2 * (y @ y)) + g_const
 
+    def evaluate(y_: np.ndarray) -> tuple:
+        log_z, mu = calibrate(y_)
+        return objective(y_, log_z), log_z, mu
+
     f = objective(y, log_z)
     g0 = None
     for it in range(max_iter + 1):
@@ -588,15 +612,9 @@ def _newton(oracle: MarginalOracle, mu_hat: np.ndarray, l2: float, x: np.ndarray
                       cg_iter, rtol=CG_RTOL * max(1e-4, min(1.0, np.sqrt(g_norm / g0))))
         slope = float(grad @ step)
         t = min(1.0, MAX_STEP / float(np.abs(step).max()))
-        capped = t < 1.0
         noise = 1e-13 * max(1.0, abs(f))  # the objective's rounding: gains below it are invisible
-        while True:
-            trial = y + t * step
-            log_z, mu_new = calibrate(trial)
-            f_new = objective(trial, log_z)
-            if f_new >= f + 1e-4 * t * slope - noise or t < 1e-10:
-                break
-            t, capped = t * 0.5, False
+        t, trial, f_new, log_z, mu_new, halved = _armijo(y, step, t, f, slope, evaluate)
+        capped = t < 1.0 and not halved
         if f_new < f - noise:  # no ascent along the Newton direction
             break
         while capped:  # the cap held and its step was taken whole: the quadratic model may reach further (cells
