@@ -368,35 +368,31 @@ def fit_marginals(
     newton_ok = newton_applies(oracle, l2, tie)
     if method == "newton" and not newton_ok:
         raise ValueError("method: 'newton' needs l2 > 0 and a junction-tree oracle; use 'auto' or 'lbfgs'")
-    if method != "lbfgs" and newton_ok and tie is not None:
-        z0 = tie.restrict(x0)  # the start's marginals hold only if it was tied already (CGM-EM's iterates are)
-        same = init is not None and bool(np.array_equal(tie.expand(z0), x0))
-        z, value, converged, nit = _newton_tied(oracle, tie, mu_hat, l2, z0, max_iter, tol, history,
-                                                max_evals=max_iter if method == "auto" else None,
-                                                start=init_marginals if same else None)
-        if converged or method == "newton":
-            if warn and not converged:
-                warnings.warn(f"fit_marginals: {nit} Newton steps did not meet tol={tol}; the fit is approximate",
-                              ConvergenceWarning, stacklevel=2)
-            return FitResult(P.model(tie.expand(z)), value, converged, history)
-        x0 = tie.expand(z)
-    elif method != "lbfgs" and newton_ok:
-        start = init_marginals if init is not None else None
-        if init is None:
-            # a cold start follows the path of weights from PATH_START down to l2 in half-decades, each fit
-            # (to PATH_TOL) starting the next: the optimum's potentials grow like the targets' inconsistency
-            # over 2 l2, beyond the reach of Newton's quadratic model from any fixed start when l2 is tiny
-            # (a tree of 1,000 noisy tables at 1 / N: unconverged after 1,000 calibrations cold, 6 fits of
-            # 4-16 steps along the path; docs/scale.md)
-            path = l2 * PATH_STEP ** np.arange(int(np.ceil(np.log(PATH_START / l2) / np.log(PATH_STEP))), 0, -1)
-            x0 = _start(oracle, mu_hat, float(path[0]) if path.size else l2)
-            for w in path:  # (the path's objectives are at other weights: not in the history)
-                x0, _, _, _ = _newton(oracle, mu_hat, float(w), x0, max_iter, max(tol, PATH_TOL), [])
-        # "auto" gives Newton the calibrations max_iter L-BFGS iterations would take; if that is not enough
-        # (near-noise, inconsistent targets with a tiny l2: the optimum is far and Newton's model poor there),
-        # L-BFGS continues from Newton's point with its own max_iter
-        x, value, converged, nit = _newton(oracle, mu_hat, l2, x0, max_iter, tol, history,
-                                           max_evals=max_iter if method == "auto" else None, start=start)
+    if method != "lbfgs" and newton_ok:
+        if tie is not None:
+            z0 = tie.restrict(x0)  # the start's marginals hold only if it was tied already (CGM-EM's iterates are)
+            same = init is not None and bool(np.array_equal(tie.expand(z0), x0))
+            z, value, converged, nit = _newton_tied(oracle, tie, mu_hat, l2, z0, max_iter, tol, history,
+                                                    max_evals=max_iter if method == "auto" else None,
+                                                    start=init_marginals if same else None)
+            x = tie.expand(z)
+        else:
+            start = init_marginals if init is not None else None
+            if init is None:
+                # a cold start follows the path of weights from PATH_START down to l2 in half-decades, each fit
+                # (to PATH_TOL) starting the next: the optimum's potentials grow like the targets' inconsistency
+                # over 2 l2, beyond the reach of Newton's quadratic model from any fixed start when l2 is tiny
+                # (a tree of 1,000 noisy tables at 1 / N: unconverged after 1,000 calibrations cold, 6 fits of
+                # 4-16 steps along the path; docs/scale.md)
+                path = l2 * PATH_STEP ** np.arange(int(np.ceil(np.log(PATH_START / l2) / np.log(PATH_STEP))), 0, -1)
+                x0 = _start(oracle, mu_hat, float(path[0]) if path.size else l2)
+                for w in path:  # (the path's objectives are at other weights: not in the history)
+                    x0, _, _, _ = _newton(oracle, mu_hat, float(w), x0, max_iter, max(tol, PATH_TOL), [])
+            # "auto" gives Newton the calibrations max_iter L-BFGS iterations would take; if that is not enough
+            # (near-noise, inconsistent targets with a tiny l2: the optimum is far and Newton's model poor there),
+            # L-BFGS continues from Newton's point with its own max_iter
+            x, value, converged, nit = _newton(oracle, mu_hat, l2, x0, max_iter, tol, history,
+                                               max_evals=max_iter if method == "auto" else None, start=start)
         if converged or method == "newton":
             if warn and not converged:
                 warnings.warn(f"fit_marginals: {nit} Newton steps did not meet tol={tol}; the fit is approximate",
