@@ -47,6 +47,7 @@ from .progress import ConvergenceWarning
 from .tying import Tying
 from . import checks
 from .blas_threads import one_blas_thread
+from .cell_map import CliqueReduction
 
 
 @dataclass(frozen=True)
@@ -126,26 +127,40 @@ class MarginalOracle:
         shapes = [domain.shape(c) for c in t.cliques]
         sizes = [int(np.prod(sh)) for sh in shapes]
         cells = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        homes = [t.home(s) for s in self.params.scopes]
+        # A clique of at least PLAN_CELLS cells that homes a scope smaller than itself is mapped by planned
+        # axis sums (ppgm.cell_map): a sparse matrix would hold one entry per (scope, clique cell) pair.
+        planned = {i for s, i in zip(self.params.scopes, homes) if sizes[i] >= PLAN_CELLS and len(s) < len(t.cliques[i])}
+        # One 0/1 matrix A (parameters x junction-tree cells) for the other cliques: the clique log-potentials
+        # are A^T x and the scopes' marginals are A b (b = the clique beliefs, flattened). A cell of a
+        # clique feeds the parameter of each scope homed there at the cell's coordinates on that scope.
         row_parts, col_parts = [], []
         whole: dict = {}  # clique -> the rows of the first scope that is the whole clique
-        for s, offset in zip(self.params.scopes, self.params.offsets[:-1]):
-            i = t.home(s)
+        by_clique: dict = {}
+        for s, i, offset, stop in zip(self.params.scopes, homes, self.params.offsets[:-1], self.params.offsets[1:]):
             clique = t.cliques[i]
+            if i in planned:
+                by_clique.setdefault(i, []).append((tuple(clique.index(v) for v in s), int(offset), int(stop)))
+                if len(s) < len(clique) or i in whole:
+                    continue
             coords = np.indices(shapes[i]).reshape(len(clique), -1)
             sub = [coords[clique.index(v)] for v in s]
-            row_parts.append(offset + (np.ravel_multi_index(sub, domain.shape(s)) if s else np.zeros(sizes[i], int)))
-            col_parts.append(cells[i] + np.arange(sizes[i]))
+            rows = offset + (np.ravel_multi_index(sub, domain.shape(s)) if s else np.zeros(sizes[i], int))
             if len(s) == len(clique):
-                whole.setdefault(i, row_parts[-1])
+                whole.setdefault(i, rows)
+            if i not in planned:
+                row_parts.append(rows)
+                col_parts.append(cells[i] + np.arange(sizes[i]))
+        self._planned = [(int(cells[i]), int(cells[i + 1]), CliqueReduction(shapes[i], sc)) for i, sc in sorted(by_clique.items())]
         # the parameter holding each cell when every clique is one of the scopes (the others its subsets):
         # Newton's steps are then preconditioned by the tree's exact inverse Fisher information
         self._clique_params = (np.concatenate([whole[i] for i in range(len(t.cliques))]).astype(np.intp)
                                if len(whole) == len(t.cliques) else None)
-        rows, cols = np.concatenate(row_parts), np.concatenate(col_parts)
-        # A (parameters x cells, one 1 per pair of a scope's cell and a clique cell it sums): on small maps a
-        # gather and a weighted bincount each way (the same sums, without a sparse product's per-call cost);
-        # past SPARSE_MAPS entries scipy's fused loop is faster (third-order chain of 100, naive default:
-        # 13.4 s with sparse products against 15.8 s with bincounts)
+        rows = np.concatenate(row_parts) if row_parts else np.zeros(0, int)
+        cols = np.concatenate(col_parts) if col_parts else np.zeros(0, int)
+        # A on small maps: a gather and a weighted bincount each way (the same sums, without a sparse product's
+        # per-call cost); past SPARSE_MAPS entries scipy's fused loop is faster (third-order chain of 100, naive
+        # default: 13.4 s with sparse products against 15.8 s with bincounts)
         self._rows, self._cols, self._n_cells = rows.astype(np.intp), cols.astype(np.intp), int(cells[-1])
         self._A = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(self.params.size, self._n_cells)) \
             if rows.size > SPARSE_MAPS else None
@@ -153,7 +168,7 @@ class MarginalOracle:
         # When every scope is a clique of its own (trees, chains of the clique scopes), A is a permutation:
         # the products are then one gather each (a quarter of a sparse product's time at 64k cells).
         self._gather: tuple | None = None
-        if rows.size == cells[-1] == self.params.size and np.array_equal(np.sort(rows), np.arange(rows.size)) \
+        if not planned and rows.size == cells[-1] == self.params.size and np.array_equal(np.sort(rows), np.arange(rows.size)) \
                 and np.array_equal(np.sort(cols), np.arange(cols.size)):
             cell_of_param = np.empty(rows.size, dtype=np.intp)
             cell_of_param[rows] = cols
@@ -241,14 +256,26 @@ class MarginalOracle:
     def _to_cells(self, x: np.ndarray) -> np.ndarray:
         """Clique log-potentials from parameters: each cell sums the parameters of the scopes' cells it lies in."""
         if self._At is not None:
-            return self._At @ x
-        return np.bincount(self._cols, weights=x[self._rows], minlength=self._n_cells)
+            y = self._At @ x
+        elif self._rows.size:
+            y = np.bincount(self._cols, weights=x[self._rows], minlength=self._n_cells)
+        else:  # every scope homed in a planned clique
+            y = np.zeros(self._n_cells)
+        for a, b, red in self._planned:  # no other scope is homed in a planned clique: its cells are all here
+            red.to_cells(x, y[a:b])
+        return y
 
     def _to_params(self, y: np.ndarray) -> np.ndarray:
         """Scope tables from clique cells: each scope cell sums the clique cells that lie in it."""
         if self._A is not None:
-            return self._A @ y
-        return np.bincount(self._rows, weights=y[self._cols], minlength=self.params.size)
+            out = self._A @ y
+        elif self._rows.size:
+            out = np.bincount(self._rows, weights=y[self._cols], minlength=self.params.size)
+        else:
+            out = np.zeros(self.params.size)
+        for a, b, red in self._planned:
+            red.add_to_params(y[a:b], out)
+        return out
 
     def __call__(self, x: np.ndarray) -> tuple[float, list[np.ndarray]]:
         if not self.exact:
@@ -547,6 +574,7 @@ def newton_applies(oracle: MarginalOracle, l2: float, tie: Tying | None) -> bool
 
 CG_RTOL = 0.3  # conjugate gradients stop at this relative residual, tightened as the gradient falls
 LINE_SEARCH_SLACK = 10.0  # L-BFGS's failed line search counts as converged within this many times tol
+PLAN_CELLS = 4096  # cliques of at least this many cells homing smaller scopes map by axis sums (ppgm.cell_map)
 SPARSE_MAPS = 30_000  # entries of the parameter <-> cell map above which it is applied as a scipy sparse product
 MAX_STEP = 30.0  # the largest change of a log-potential in one Newton step (its quadratic model is local)
 
