@@ -19,6 +19,7 @@ import numpy as np
 from .domain import Domain
 from .factor import Factor, align, logsumexp
 from .markov import MarkovNetwork
+from .cell_map import _spread, _sum_out
 
 DEFAULT_MAX_CELLS = 50_000_000  # 400 MB of float64 per copy of the clique tables
 SCALED_RANGE = 600.0  # below this total log-range of the potentials, calibrate on scaled probabilities ...
@@ -28,6 +29,7 @@ SCALED_MIN_CELLS = 2048  # ... when the cliques are large (mean cells): there on
 BATCH_MIN_CLIQUES = 8  # ... or small (a few cliques: no gain, and L-BFGS at tol 1e-10 met its tolerance only on the scaled sums)
 
 
+DENSE_PARENT = 32_768  # a parent clique of at least this many cells is read as one array by the Fisher product
 TINY_MASS = 1e-290  # a separator cell below this mass is left out of the exact Fisher product's expectations
 
 
@@ -548,6 +550,9 @@ class JunctionTree:
         lv, plan = self._levels(), self._plan()
         levels, root = lv.levels, lv.root
         a, n = int(plan["starts"][root]), int(plan["sizes"][root])
+        dense = self._dense_parents()
+        if any(dense):
+            return self._fisher_dense(mu, dense)
         per_level = []  # the beliefs each level reads, gathered once: children's, parents', 1 / separator mass
         for L in levels:
             mu_c = mu[L.child_cells]
@@ -568,6 +573,86 @@ class JunctionTree:
                 np.add.at(e, L.parent_cells, u[L.parent_sep])
             for L, (_, cond_p), u in zip(levels, per_level, reversed(ups)):  # root outwards: the rest of g
                 down = np.add.reduceat(cond_p * e[L.parent_cells], L.parent_seg)
+                down -= u
+                e[L.child_cells] += down[L.child_sep]
+            e *= mu
+            e -= mu * float(e[a:a + n].sum())
+            return e
+        return apply
+
+    def _dense_parents(self) -> list:
+        """Per level of the centre-rooted schedule, the edges whose parent has at least DENSE_PARENT cells:
+        ``(edge, parent start, parent shape, the axis sums onto the separator)``.
+        The Fisher product reads such a parent as one array (a broadcast up, axis sums down) instead of
+        gathering its cells once per child through index arrays."""
+        key = "dense_parents"
+        out = self._memo.get(key)
+        if out is None:
+            plan, out = self._plan(), []
+            for L in self._levels().levels:
+                edges = []
+                for k, (c, p) in enumerate(zip(L.edge_child, L.edge_parent)):
+                    if int(plan["sizes"][p]) < DENSE_PARENT:
+                        continue
+                    shape = plan["shapes"][p]
+                    child = set(self.cliques[c])  # the separator: the cliques' intersection, in domain order
+                    steps, cur = [], tuple(shape)
+                    for i, ax in enumerate(ax for ax, v in enumerate(self.cliques[p]) if v not in child):
+                        axis = ax - i  # outermost first, as in ppgm.cell_map
+                        A, K, B = int(np.prod(cur[:axis])), cur[axis], int(np.prod(cur[axis + 1:]))
+                        small = cur[:axis] + cur[axis + 1:]
+                        steps.append((A, K, B, small, cur))
+                        cur = small
+                    edges.append((k, int(plan["starts"][p]), tuple(shape), steps))
+                out.append(edges)
+            self._memo[key] = out
+        return out
+
+    def _fisher_dense(self, mu: np.ndarray, dense: list) -> Callable[[np.ndarray], np.ndarray]:
+        """:meth:`fisher` with the large parents of ``dense`` (:meth:`_dense_parents`) read as arrays; the
+        other edges as in :meth:`fisher`. The same products to rounding."""
+        lv, plan = self._levels(), self._plan()
+        levels, root = lv.levels, lv.root
+        a, n = int(plan["starts"][root]), int(plan["sizes"][root])
+        per_level = []
+        for L, edges in zip(levels, dense):
+            mu_c = mu[L.child_cells]
+            mass = np.add.reduceat(mu_c, L.child_seg)
+            inv = np.divide(1.0, mass, out=np.zeros_like(mass), where=mass > TINY_MASS)
+            gathered = np.ones(L.n_sep, dtype=bool)  # separator cells whose parent side is gathered
+            for k, *_ in edges:
+                gathered[L.edge_start[k]:L.edge_start[k] + L.edge_size[k]] = False
+            keep = gathered[L.parent_sep]
+            pc, ps = L.parent_cells[keep], L.parent_sep[keep]
+            per_level.append((mu_c * inv[L.child_sep], pc, ps, mu[pc] * inv[ps], inv))
+        mu_parent = {start: mu[start:start + int(np.prod(shape))].reshape(shape)
+                     for edges in dense for _, start, shape, _ in edges}
+
+        def apply(v: np.ndarray) -> np.ndarray:
+            e = np.array(v, dtype=float)
+            ups = []
+            for L, edges, (cond_c, pc, ps, _, _) in zip(reversed(levels), reversed(dense), reversed(per_level)):
+                u = np.add.reduceat(cond_c * e[L.child_cells], L.child_seg)
+                ups.append(u)
+                if pc.size:
+                    np.add.at(e, pc, u[ps])
+                for k, start, shape, steps in edges:
+                    b = int(L.edge_start[k])
+                    t = u[b:b + int(L.edge_size[k])].reshape(steps[-1][3] if steps else shape)
+                    for A, K, B, _, big in reversed(steps):  # a plain broadcast loops over short inner blocks one by one
+                        t = _spread(t, A, K, B, big)
+                    e[start:start + mu_parent[start].size].reshape(shape)[...] += t
+            for L, edges, (_, pc, ps, cond_p, inv), u in zip(levels, dense, per_level, reversed(ups)):
+                down = np.bincount(ps, weights=cond_p * e[pc], minlength=L.n_sep) if pc.size else np.zeros(L.n_sep)
+                weighted: dict = {}
+                for k, start, shape, steps in edges:
+                    t = weighted.get(start)
+                    if t is None:  # the parent's mu * e, once for all its children at this level
+                        t = weighted[start] = mu_parent[start] * e[start:start + mu_parent[start].size].reshape(shape)
+                    for A, K, B, small, _ in steps:
+                        t = _sum_out(t, A, K, B, small)
+                    b = int(L.edge_start[k])
+                    down[b:b + int(L.edge_size[k])] = np.ravel(t) * inv[b:b + int(L.edge_size[k])]
                 down -= u
                 e[L.child_cells] += down[L.child_sep]
             e *= mu

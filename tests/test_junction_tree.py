@@ -248,6 +248,40 @@ def test_exact_fisher_product_is_the_covariance_of_the_clique_indicators(model):
     np.testing.assert_allclose(jt.fisher(cal.flat_beliefs)(v), cov @ v, atol=1e-10)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_markov_networks(max_vars=5, max_card=3, max_scope=3, max_factors=5, allow_zeros=False))
+def test_fisher_product_with_parents_read_as_arrays_is_the_covariance(model):
+    """The Fisher product's array path for large parents (forced here on every parent: broadcasts up,
+    axis sums down) against the enumerated covariance, forests (empty separators) included."""
+    import ppgm.junction_tree as jtm
+    old = jtm.DENSE_PARENT
+    jtm.DENSE_PARENT = 1
+    try:
+        jt = JunctionTree.build(model.domain, model.scopes)
+        mu = jt.calibrate(model).flat_beliefs
+        v = np.random.default_rng(0).normal(size=jt.cells)
+        got = jt.fisher(mu)(v)
+    finally:
+        jtm.DENSE_PARENT = old
+    assert len(jt.cliques) == 1 or any(jt._dense_parents())
+    _, cov = indicator_moments(model, jt.cliques)
+    np.testing.assert_allclose(got, cov @ v, atol=1e-10)
+
+
+def test_fisher_product_array_path_matches_the_gathered_one_on_a_deep_tree(monkeypatch):
+    """Several children per parent at many levels: the array path and the index-array path agree."""
+    import ppgm.junction_tree as jtm
+    model = _tree_model(200, 4, 3, extra_edges=[(0, 5), (3, 9), (10, 40)])
+    out = []
+    for threshold in (1, 10**12):
+        monkeypatch.setattr(jtm, "DENSE_PARENT", threshold)
+        jt = JunctionTree.build(model.domain, model.scopes)
+        mu = jt.calibrate_flat(np.random.default_rng(1).normal(size=jt.cells)).flat_beliefs
+        out.append(jt.fisher(mu)(np.random.default_rng(5).normal(size=jt.cells)))
+        assert any(jt._dense_parents()) == (threshold == 1)
+    np.testing.assert_allclose(out[0], out[1], atol=1e-13)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_inverse_fisher_inverts_the_fisher_on_consistent_directions(seed):
     """F J v = v for every consistent change v of the clique marginals (brute-force F), on trees and
