@@ -550,29 +550,55 @@ class JunctionTree:
         lv, plan = self._levels(), self._plan()
         levels, root = lv.levels, lv.root
         a, n = int(plan["starts"][root]), int(plan["sizes"][root])
-        dense = self._dense_parents()
-        if any(dense):
-            return self._fisher_dense(mu, dense)
+        dense = self._dense_parents()  # large parents, read as arrays; the other edges through index arrays
         per_level = []  # the beliefs each level reads, gathered once: children's, parents', 1 / separator mass
-        for L in levels:
+        for L, edges in zip(levels, dense):
             mu_c = mu[L.child_cells]
             mass = np.add.reduceat(mu_c, L.child_seg)
             # a separator cell of mass below TINY_MASS (1e-290) gets no conditional expectation: every cell it
             # reaches has a belief below that, so its share of F v is as small, and 1 / mass would overflow
             # for a subnormal mass
             inv = np.divide(1.0, mass, out=np.zeros_like(mass), where=mass > TINY_MASS)
+            pc, ps, seg = L.parent_cells, L.parent_sep, L.parent_seg
+            if edges:  # the gathered side leaves out the large parents' separator cells (no segments: bincount)
+                gathered = np.ones(L.n_sep, dtype=bool)
+                for k, *_ in edges:
+                    gathered[L.edge_start[k]:L.edge_start[k] + L.edge_size[k]] = False
+                keep = gathered[ps]
+                pc, ps, seg = pc[keep], ps[keep], None
             # the conditionals of each side given the separator, so that a product needs no division pass
-            per_level.append((mu_c * inv[L.child_sep], mu[L.parent_cells] * inv[L.parent_sep]))
+            per_level.append((mu_c * inv[L.child_sep], pc, ps, seg, mu[pc] * inv[ps], inv))
+        mu_parent = {start: mu[start:start + int(np.prod(shape))].reshape(shape)
+                     for edges in dense for _, start, shape, _ in edges}
 
         def apply(v: np.ndarray) -> np.ndarray:
             e = np.array(v, dtype=float)
             ups = []
-            for L, (cond_c, _) in zip(reversed(levels), reversed(per_level)):  # deepest first: E[subtree | separator]
-                u = np.add.reduceat(cond_c * e[L.child_cells], L.child_seg)
+            for L, edges, (cond_c, pc, ps, *_) in zip(reversed(levels), reversed(dense), reversed(per_level)):
+                u = np.add.reduceat(cond_c * e[L.child_cells], L.child_seg)  # deepest first: E[subtree | separator]
                 ups.append(u)
-                np.add.at(e, L.parent_cells, u[L.parent_sep])
-            for L, (_, cond_p), u in zip(levels, per_level, reversed(ups)):  # root outwards: the rest of g
-                down = np.add.reduceat(cond_p * e[L.parent_cells], L.parent_seg)
+                if pc.size:
+                    np.add.at(e, pc, u[ps])
+                for k, start, shape, steps in edges:
+                    b = int(L.edge_start[k])
+                    t = u[b:b + int(L.edge_size[k])].reshape(steps[-1][3] if steps else shape)
+                    for A, K, B, _, big in reversed(steps):  # a plain broadcast loops over short inner blocks one by one
+                        t = _spread(t, A, K, B, big)
+                    e[start:start + mu_parent[start].size].reshape(shape)[...] += t
+            for L, edges, (_, pc, ps, seg, cond_p, inv), u in zip(levels, dense, per_level, reversed(ups)):  # root outwards
+                if seg is not None:
+                    down = np.add.reduceat(cond_p * e[pc], seg)
+                else:
+                    down = np.bincount(ps, weights=cond_p * e[pc], minlength=L.n_sep) if pc.size else np.zeros(L.n_sep)
+                weighted: dict = {}
+                for k, start, shape, steps in edges:
+                    t = weighted.get(start)
+                    if t is None:  # the parent's mu * e, once for all its children at this level
+                        t = weighted[start] = mu_parent[start] * e[start:start + mu_parent[start].size].reshape(shape)
+                    for A, K, B, small, _ in steps:
+                        t = _sum_out(t, A, K, B, small)
+                    b = int(L.edge_start[k])
+                    down[b:b + int(L.edge_size[k])] = np.ravel(t) * inv[b:b + int(L.edge_size[k])]
                 down -= u
                 e[L.child_cells] += down[L.child_sep]
             e *= mu
@@ -607,58 +633,6 @@ class JunctionTree:
                 out.append(edges)
             self._memo[key] = out
         return out
-
-    def _fisher_dense(self, mu: np.ndarray, dense: list) -> Callable[[np.ndarray], np.ndarray]:
-        """:meth:`fisher` with the large parents of ``dense`` (:meth:`_dense_parents`) read as arrays; the
-        other edges as in :meth:`fisher`. The same products to rounding."""
-        lv, plan = self._levels(), self._plan()
-        levels, root = lv.levels, lv.root
-        a, n = int(plan["starts"][root]), int(plan["sizes"][root])
-        per_level = []
-        for L, edges in zip(levels, dense):
-            mu_c = mu[L.child_cells]
-            mass = np.add.reduceat(mu_c, L.child_seg)
-            inv = np.divide(1.0, mass, out=np.zeros_like(mass), where=mass > TINY_MASS)
-            gathered = np.ones(L.n_sep, dtype=bool)  # separator cells whose parent side is gathered
-            for k, *_ in edges:
-                gathered[L.edge_start[k]:L.edge_start[k] + L.edge_size[k]] = False
-            keep = gathered[L.parent_sep]
-            pc, ps = L.parent_cells[keep], L.parent_sep[keep]
-            per_level.append((mu_c * inv[L.child_sep], pc, ps, mu[pc] * inv[ps], inv))
-        mu_parent = {start: mu[start:start + int(np.prod(shape))].reshape(shape)
-                     for edges in dense for _, start, shape, _ in edges}
-
-        def apply(v: np.ndarray) -> np.ndarray:
-            e = np.array(v, dtype=float)
-            ups = []
-            for L, edges, (cond_c, pc, ps, _, _) in zip(reversed(levels), reversed(dense), reversed(per_level)):
-                u = np.add.reduceat(cond_c * e[L.child_cells], L.child_seg)
-                ups.append(u)
-                if pc.size:
-                    np.add.at(e, pc, u[ps])
-                for k, start, shape, steps in edges:
-                    b = int(L.edge_start[k])
-                    t = u[b:b + int(L.edge_size[k])].reshape(steps[-1][3] if steps else shape)
-                    for A, K, B, _, big in reversed(steps):  # a plain broadcast loops over short inner blocks one by one
-                        t = _spread(t, A, K, B, big)
-                    e[start:start + mu_parent[start].size].reshape(shape)[...] += t
-            for L, edges, (_, pc, ps, cond_p, inv), u in zip(levels, dense, per_level, reversed(ups)):
-                down = np.bincount(ps, weights=cond_p * e[pc], minlength=L.n_sep) if pc.size else np.zeros(L.n_sep)
-                weighted: dict = {}
-                for k, start, shape, steps in edges:
-                    t = weighted.get(start)
-                    if t is None:  # the parent's mu * e, once for all its children at this level
-                        t = weighted[start] = mu_parent[start] * e[start:start + mu_parent[start].size].reshape(shape)
-                    for A, K, B, small, _ in steps:
-                        t = _sum_out(t, A, K, B, small)
-                    b = int(L.edge_start[k])
-                    down[b:b + int(L.edge_size[k])] = np.ravel(t) * inv[b:b + int(L.edge_size[k])]
-                down -= u
-                e[L.child_cells] += down[L.child_sep]
-            e *= mu
-            e -= mu * float(e[a:a + n].sum())
-            return e
-        return apply
 
     def inverse_fisher(self, beliefs: np.ndarray, ridge: float = 0.0) -> Callable[[np.ndarray], np.ndarray]:
         """The inverse of the Fisher information of the clique-indicator statistics at ``beliefs``
