@@ -191,3 +191,41 @@ def _blocks(k: int, b: int) -> np.ndarray:
     if (k, b) not in _BLOCKS:
         _BLOCKS[(k, b)] = np.tile(np.eye(b), (k, 1))
     return _BLOCKS[(k, b)]
+
+
+def sum_axes(t: np.ndarray, axes: Sequence[int]) -> np.ndarray:
+    """``t.sum(axis=axes)`` by :func:`_sum_out` steps, outermost axis first (the same sums; faster when
+    an axis has a short inner block, as a clique's trailing binary variables give).
+
+    Examples
+    --------
+    >>> t = np.arange(24.0).reshape(2, 3, 4)
+    >>> bool(np.allclose(sum_axes(t, (0, 2)), t.sum(axis=(0, 2))))
+    True
+    """
+    for i, axis in enumerate(sorted(axes)):
+        shape = t.shape
+        a = axis - i
+        t = _sum_out(t, int(np.prod(shape[:a])), shape[a], int(np.prod(shape[a + 1:])), shape[:a] + shape[a + 1:])
+    return t
+
+
+def spread_axes(m: np.ndarray, shape: Sequence[int], axes: Sequence[int]) -> np.ndarray:
+    """``m`` (``shape`` without ``axes``) repeated along ``axes`` to ``shape``: the adjoint of
+    :func:`sum_axes`, materialised by BLAS steps where a broadcast would loop over short inner blocks
+    (a broadcast view elsewhere).
+
+    Examples
+    --------
+    >>> m = np.arange(3.0)
+    >>> spread_axes(m, (2, 3, 2), (0, 2)).shape, bool((spread_axes(m, (2, 3, 2), (0, 2))[1, :, 0] == m).all())
+    ((2, 3, 2), True)
+    """
+    shape = tuple(int(k) for k in shape)
+    axes = sorted(axes)
+    kept = [k for i, k in enumerate(shape) if i not in axes]
+    t = np.asarray(m).reshape(kept)
+    for axis in axes:  # innermost insertions last, so each axis lands at its own position
+        cur = t.shape
+        t = _spread(t, int(np.prod(cur[:axis])), shape[axis], int(np.prod(cur[axis:])), cur[:axis] + (shape[axis],) + cur[axis:])
+    return t

@@ -19,7 +19,7 @@ import numpy as np
 from .domain import Domain
 from .factor import Factor, align, logsumexp
 from .markov import MarkovNetwork
-from .cell_map import _spread, _sum_out
+from .cell_map import _spread, _sum_out, spread_axes, sum_axes
 
 DEFAULT_MAX_CELLS = 50_000_000  # 400 MB of float64 per copy of the clique tables
 SCALED_RANGE = 600.0  # below this total log-range of the potentials, calibrate on scaled probabilities ...
@@ -853,12 +853,12 @@ class JunctionTree:
         for i in reversed(self.order):
             acc = scaled[i]  # a fresh array: updated in place
             for c in self._children[i]:
-                acc *= up[c].reshape(plan["in_parent"][c])
+                _times(acc, up[c], plan["in_parent"][c], plan["parent_sum"][c])
                 off[i] += up_off[c]
             inward[i] = acc
             if self.parent[i] >= 0:
                 axes = plan["child_sum"][i]
-                m = acc.sum(axis=axes) if axes else acc.copy()
+                m = _sum(acc, axes) if axes else acc.copy()
                 s = float(m.max())
                 if s <= 0:
                     raise ValueError(zero)
@@ -879,13 +879,28 @@ class JunctionTree:
                 beliefs[i] = full / z
                 for c in self._children[i]:
                     axes = plan["parent_sum"][c]
-                    sep = full.sum(axis=axes) if axes else full
+                    sep = _sum(full, axes) if axes else full
                     down = np.where(up[c] > 0, sep / up[c], 0.0)
                     d = float(down.max())
                     down /= d
-                    inward[c] *= down.reshape(plan["in_child"][c])
+                    _times(inward[c], down, plan["in_child"][c], plan["child_sum"][c])
                     off[c] += math.log(d) + off[i] - up_off[c]
         return Calibration(self, float(log_z), _probs=tuple(beliefs))  # type: ignore[arg-type]  # set in the first pass
+
+
+def _sum(t: np.ndarray, axes: tuple) -> np.ndarray:
+    """A clique table summed onto a separator: by BLAS steps on tables of at least DENSE_PARENT cells
+    (numpy's reduction loops over short inner blocks one at a time), numpy's own sum below."""
+    return sum_axes(t, axes) if t.size >= DENSE_PARENT else t.sum(axis=axes)
+
+
+def _times(t: np.ndarray, m: np.ndarray, in_shape: tuple, axes: tuple) -> None:
+    """``t *= m`` with the separator table ``m`` broadcast over ``t``'s other ``axes`` (``in_shape``: m's
+    shape inside t), materialised by BLAS steps on large tables."""
+    if t.size >= DENSE_PARENT and axes:
+        t *= spread_axes(m, t.shape, axes)
+    else:
+        t *= m.reshape(in_shape)
 
 
 _ZERO = "the model assigns zero probability to every configuration (log Z = -inf)"

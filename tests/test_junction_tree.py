@@ -104,18 +104,21 @@ def test_scaled_and_log_space_schedules_agree(model):
     import ppgm.junction_tree as jtm
 
     jt = JunctionTree.build(model.domain, model.scopes)
-    saved = jtm.SCALED_RANGE, jtm.SCALED_MIN_CELLS
+    saved = jtm.SCALED_RANGE, jtm.SCALED_MIN_CELLS, jtm.DENSE_PARENT
     try:
         jtm.SCALED_RANGE, jtm.SCALED_MIN_CELLS = np.inf, 0  # every tree takes the scaled schedule
         fast = jt.calibrate(model)
+        jtm.DENSE_PARENT = 1  # every table summed and multiplied by the BLAS steps of large cliques
+        steps = jt.calibrate(model)
         jtm.SCALED_RANGE = -1.0
         slow = jt.calibrate(model)
     finally:
-        jtm.SCALED_RANGE, jtm.SCALED_MIN_CELLS = saved
+        jtm.SCALED_RANGE, jtm.SCALED_MIN_CELLS, jtm.DENSE_PARENT = saved
     assert fast._probs is not None and "flat_logs" in slow._cache  # each schedule ran
-    assert fast.log_z == pytest.approx(slow.log_z, rel=1e-12, abs=1e-10)
-    for a, b in zip(fast.beliefs, slow.beliefs):
-        np.testing.assert_allclose(a, b, atol=1e-12)
+    for cal in (fast, steps):
+        assert cal.log_z == pytest.approx(slow.log_z, rel=1e-12, abs=1e-10)
+        for a, b in zip(cal.beliefs, slow.beliefs):
+            np.testing.assert_allclose(a, b, atol=1e-12)
 
 
 def test_extreme_potentials_use_log_space_and_stay_exact():
