@@ -30,7 +30,7 @@ class _Node:
     children: list = field(default_factory=list)  # (axes of this node summed out, child node)
     # compiled (CliqueReduction): either one sparse map for the whole subtree, or the steps to each child
     matrix: tuple | None = None  # (parameter positions, M: positions x cells, M transposed)
-    ops: list = field(default_factory=list)  # per child: (sum steps, spread steps, child)
+    ops: list = field(default_factory=list)  # per child: (axis_steps onto it, child)
     leaf_ops: list = field(default_factory=list)  # (start, stop, scope shape, to scope order, to node order)
 
 
@@ -82,15 +82,8 @@ def _compile(node: _Node) -> None:
         perm = tuple(node.axes.index(a) for a in s_axes)
         node.leaf_ops.append((start, stop, tuple(node.shape[i] for i in perm), perm, tuple(np.argsort(perm))))
     for summed, child in node.children:
-        downs, shape = [], node.shape
-        for i, a in enumerate(summed):  # outermost first: the cheapest pass shrinks the table first
-            axis = a - i
-            A, K, B = int(np.prod(shape[:axis])), shape[axis], int(np.prod(shape[axis + 1:]))
-            small = shape[:axis] + shape[axis + 1:]
-            downs.append((A, K, B, small, shape))
-            shape = small
         _compile(child)
-        node.ops.append((downs, downs[::-1], child))
+        node.ops.append((axis_steps(node.shape, summed), child))
 
 
 class CliqueReduction:
@@ -131,11 +124,8 @@ class CliqueReduction:
             return
         for start, stop, _, perm, _ in node.leaf_ops:
             out[start:stop] += t.transpose(perm).ravel()
-        for downs, _, child in node.ops:
-            c = t
-            for A, K, B, small, _ in downs:
-                c = _sum_out(c, A, K, B, small)
-            self._down(child, c, out)
+        for steps, child in node.ops:
+            self._down(child, sum_steps(t, steps), out)
 
     def to_cells(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """The clique's flat cells: each cell sums the parameters of the homed scopes' cells it lies in
@@ -154,10 +144,8 @@ class CliqueReduction:
         for start, stop, sshape, _, back in node.leaf_ops:
             leaf = x[start:stop].reshape(sshape).transpose(back)
             t = leaf.copy() if t is None else t + leaf
-        for _, ups, child in node.ops:
-            c = self._up(child, x)
-            for A, K, B, _, big in ups:  # the adjoint of _down's sums, in reverse
-                c = _spread(c, A, K, B, big)
+        for steps, child in node.ops:
+            c = spread_steps(self._up(child, x), steps, node.shape)
             t = c if t is None else t + c
         return np.zeros(node.shape) if t is None else t
 
@@ -193,6 +181,41 @@ def _blocks(k: int, b: int) -> np.ndarray:
     return _BLOCKS[(k, b)]
 
 
+def axis_steps(shape: Sequence[int], axes: Sequence[int]) -> list:
+    """The single-axis sums that take a table of ``shape`` to its sum over ``axes``, outermost axis first
+    (the cheapest pass shrinks the table first): per step ``(A, K, B, shape after, shape before)``, the
+    table viewed as A x K x B and summed over K.
+
+    Examples
+    --------
+    >>> axis_steps((2, 3, 4), (0, 2))
+    [(1, 2, 12, (3, 4), (2, 3, 4)), (3, 4, 1, (3,), (3, 4))]
+    """
+    steps, cur = [], tuple(int(k) for k in shape)
+    for i, axis in enumerate(sorted(axes)):
+        a = axis - i
+        small = cur[:a] + cur[a + 1:]
+        steps.append((int(np.prod(cur[:a])), cur[a], int(np.prod(cur[a + 1:])), small, cur))
+        cur = small
+    return steps
+
+
+def sum_steps(t: np.ndarray, steps: list) -> np.ndarray:
+    """``t`` summed by :func:`axis_steps`' steps (:func:`_sum_out` each)."""
+    for A, K, B, small, _ in steps:
+        t = _sum_out(t, A, K, B, small)
+    return t
+
+
+def spread_steps(c: np.ndarray, steps: list, shape: Sequence[int]) -> np.ndarray:
+    """The adjoint of :func:`sum_steps`: ``c`` (the summed table, any layout of its cells) repeated back to
+    ``shape`` along the summed axes, the steps in reverse (:func:`_spread` each)."""
+    t = np.asarray(c).reshape(steps[-1][3] if steps else tuple(shape))
+    for A, K, B, _, big in reversed(steps):
+        t = _spread(t, A, K, B, big)
+    return t
+
+
 def sum_axes(t: np.ndarray, axes: Sequence[int]) -> np.ndarray:
     """``t.sum(axis=axes)`` by :func:`_sum_out` steps, outermost axis first (the same sums; faster when
     an axis has a short inner block, as a clique's trailing binary variables give).
@@ -203,11 +226,7 @@ def sum_axes(t: np.ndarray, axes: Sequence[int]) -> np.ndarray:
     >>> bool(np.allclose(sum_axes(t, (0, 2)), t.sum(axis=(0, 2))))
     True
     """
-    for i, axis in enumerate(sorted(axes)):
-        shape = t.shape
-        a = axis - i
-        t = _sum_out(t, int(np.prod(shape[:a])), shape[a], int(np.prod(shape[a + 1:])), shape[:a] + shape[a + 1:])
-    return t
+    return sum_steps(t, axis_steps(t.shape, axes))
 
 
 def spread_axes(m: np.ndarray, shape: Sequence[int], axes: Sequence[int]) -> np.ndarray:
@@ -221,11 +240,4 @@ def spread_axes(m: np.ndarray, shape: Sequence[int], axes: Sequence[int]) -> np.
     >>> spread_axes(m, (2, 3, 2), (0, 2)).shape, bool((spread_axes(m, (2, 3, 2), (0, 2))[1, :, 0] == m).all())
     ((2, 3, 2), True)
     """
-    shape = tuple(int(k) for k in shape)
-    axes = sorted(axes)
-    kept = [k for i, k in enumerate(shape) if i not in axes]
-    t = np.asarray(m).reshape(kept)
-    for axis in axes:  # innermost insertions last, so each axis lands at its own position
-        cur = t.shape
-        t = _spread(t, int(np.prod(cur[:axis])), shape[axis], int(np.prod(cur[axis:])), cur[:axis] + (shape[axis],) + cur[axis:])
-    return t
+    return spread_steps(m, axis_steps(shape, axes), shape)

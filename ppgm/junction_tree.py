@@ -19,7 +19,7 @@ import numpy as np
 from .domain import Domain
 from .factor import Factor, align, logsumexp
 from .markov import MarkovNetwork
-from .cell_map import _spread, _sum_out, spread_axes, sum_axes
+from .cell_map import axis_steps, spread_axes, spread_steps, sum_axes, sum_steps
 
 DEFAULT_MAX_CELLS = 50_000_000  # 400 MB of float64 per copy of the clique tables
 SCALED_RANGE = 600.0  # below this total log-range of the potentials, calibrate on scaled probabilities ...
@@ -580,11 +580,8 @@ class JunctionTree:
                 if pc.size:
                     np.add.at(e, pc, u[ps])
                 for k, start, shape, steps in edges:
-                    b = int(L.edge_start[k])
-                    t = u[b:b + int(L.edge_size[k])].reshape(steps[-1][3] if steps else shape)
-                    for A, K, B, _, big in reversed(steps):  # a plain broadcast loops over short inner blocks one by one
-                        t = _spread(t, A, K, B, big)
-                    e[start:start + mu_parent[start].size].reshape(shape)[...] += t
+                    b = int(L.edge_start[k])  # spread by BLAS steps: a plain broadcast loops over short inner blocks
+                    e[start:start + mu_parent[start].size].reshape(shape)[...] += spread_steps(u[b:b + int(L.edge_size[k])], steps, shape)
             for L, edges, (_, pc, ps, seg, cond_p, inv), u in zip(levels, dense, per_level, reversed(ups)):  # root outwards
                 if seg is not None:
                     down = np.add.reduceat(cond_p * e[pc], seg)
@@ -595,10 +592,8 @@ class JunctionTree:
                     t = weighted.get(start)
                     if t is None:  # the parent's mu * e, once for all its children at this level
                         t = weighted[start] = mu_parent[start] * e[start:start + mu_parent[start].size].reshape(shape)
-                    for A, K, B, small, _ in steps:
-                        t = _sum_out(t, A, K, B, small)
                     b = int(L.edge_start[k])
-                    down[b:b + int(L.edge_size[k])] = np.ravel(t) * inv[b:b + int(L.edge_size[k])]
+                    down[b:b + int(L.edge_size[k])] = np.ravel(sum_steps(t, steps)) * inv[b:b + int(L.edge_size[k])]
                 down -= u
                 e[L.child_cells] += down[L.child_sep]
             e *= mu
@@ -620,16 +615,10 @@ class JunctionTree:
                 for k, (c, p) in enumerate(zip(L.edge_child, L.edge_parent)):
                     if int(plan["sizes"][p]) < DENSE_PARENT:
                         continue
-                    shape = plan["shapes"][p]
+                    shape = tuple(plan["shapes"][p])
                     child = set(self.cliques[c])  # the separator: the cliques' intersection, in domain order
-                    steps, cur = [], tuple(shape)
-                    for i, ax in enumerate(ax for ax, v in enumerate(self.cliques[p]) if v not in child):
-                        axis = ax - i  # outermost first, as in ppgm.cell_map
-                        A, K, B = int(np.prod(cur[:axis])), cur[axis], int(np.prod(cur[axis + 1:]))
-                        small = cur[:axis] + cur[axis + 1:]
-                        steps.append((A, K, B, small, cur))
-                        cur = small
-                    edges.append((k, int(plan["starts"][p]), tuple(shape), steps))
+                    steps = axis_steps(shape, [ax for ax, v in enumerate(self.cliques[p]) if v not in child])
+                    edges.append((k, int(plan["starts"][p]), shape, steps))
                 out.append(edges)
             self._memo[key] = out
         return out
