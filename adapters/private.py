@@ -668,7 +668,7 @@ class NaiveMLEEstimator(_NoisyTableEstimator):
     """
 
     def estimate(self, noisy_tables: NoisyTables, N: float | None = None, l2: float | str | None = None,
-                 project: bool = True, seed=0) -> DiscreteMarkovNetwork:
+                 project: bool = True, seed=0, criterion: str = "kl") -> DiscreteMarkovNetwork:
         """Fit the network to the noisy tables treated as exact marginals.
 
         Parameters
@@ -685,6 +685,10 @@ class NaiveMLEEstimator(_NoisyTableEstimator):
             Project each table onto the simplex first.
         seed : int or numpy.random.Generator
             Randomness of the release-based rule (same seed, same weight).
+        criterion : {"kl", "tv"}
+            What the release-based rule minimises on its simulated releases: KL to their truth
+            (default), or the mean total variation of the released tables' marginals, when the fit
+            is judged by workload error.
 
         Returns
         -------
@@ -707,7 +711,7 @@ class NaiveMLEEstimator(_NoisyTableEstimator):
         """
         checks.flag(project, "project")
         dom, ms = self._inputs(noisy_tables)
-        fit = naive_mle(dom, ms, N=N, l2=l2, project=project, tied=self.tied, seed=seed)
+        fit = naive_mle(dom, ms, N=N, l2=l2, project=project, tied=self.tied, seed=seed, criterion=criterion)
         self.history_ = fit.history
         self.l2_, self.selection_ = fit.l2, fit.selection
         self.N_ = population_size(ms) if N is None else float(N)
@@ -767,7 +771,6 @@ class CGMEstimator(_NoisyTableEstimator):
             EM's iteration count chosen from the release (default), or EM run to ``tol`` / ``rtol``.
         seed : int or numpy.random.Generator
             Randomness of the release-based rules (same seed, same result).
-
         Returns
         -------
         DiscreteMarkovNetwork

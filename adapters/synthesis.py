@@ -171,7 +171,9 @@ def _generate(dom, ms, published, parts, chosen, accountant, rng, estimator, syn
     elif estimator == "cgm":
         fit = cgm_em(dom, ms, N=N, progress=progress, seed=fit_rng)
     else:
-        fit = naive_mle(dom, ms, N=N, seed=fit_rng)
+        # a synthetic release is judged by its marginals: the weight that recovers them best in total variation
+        # (the KL rule's weight, several times larger, lost 0.001-0.0014 of 2-way TV on AIM's releases)
+        fit = naive_mle(dom, ms, N=N, seed=fit_rng, criterion="tv")
     seconds["fit"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     n_draw = n_synthetic if n_synthetic is not None else max(int(round(N)), 1)
@@ -222,7 +224,9 @@ def mst_release(
     split : three floats
         Shares of ``rho`` for the one-way tables, the selection and the pairs (MST's thirds by default).
     estimator : {"cgm", "naive"}
-        The fit: CGM-EM (default) or the naive MLE, each with its regularisation chosen from the release.
+        The fit: CGM-EM (default) or the naive MLE, each with its regularisation chosen from the release
+        (the naive MLE's weight by the total variation of the released marginals, ``criterion="tv"``:
+        a synthetic release is judged by its marginals).
     n_synthetic : int, optional
         Synthetic records to draw; default the estimated record count.
     synthetic : {"round", "sample"}
@@ -346,7 +350,7 @@ def aim_release(
         private-pgm's 80 MB); the cap grows with the budget spent.
     estimator : {"cgm", "naive", "rounds"}
         The final fit of the released tables: CGM-EM or the naive MLE with the release-chosen
-        regularisation (each refits a model as large as the rounds grew it, several times over for
+        regularisation (the naive weight by total variation, as in :func:`mst_release`; each refits a model as large as the rounds grew it, several times over for
         the rule), or ``"rounds"``: the last round's naive fit (l2 = 1 / N, what AIM itself returns),
         at no extra cost.
     n_synthetic, synthetic, individuals, max_contributions, reweight, on_unknown, seed, fit_seed, progress

@@ -32,7 +32,7 @@ The E-step runs with Laplace noise moment-matched to a Gaussian. ``docs/cgm_em.m
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Callable, Sequence
 
@@ -51,7 +51,7 @@ from .krylov import pcg
 from .mle import CG_RTOL, FitResult, MarginalOracle, _armijo, fit_marginals, newton_applies
 from .projection import project_rows
 from .progress import ConvergenceWarning, logger, progress_bar
-from .release_rule import N_BOOT, STEP, Choice, UndecidedWarning, choose_l2, extrapolate, kl_from, simulated_release, within_one_se
+from .release_rule import N_BOOT, STEP, Choice, UndecidedWarning, choose_l2, criterion_score, extrapolate, simulated_release, within_one_se
 from .rng import as_generator
 from .tying import Tying
 
@@ -254,6 +254,7 @@ def naive_mle(
     tied: Sequence | Tying | None = None,
     seed=0,
     n_boot: int = N_BOOT,
+    criterion: str = "kl",
 ) -> FitResult:
     """The paper's baseline: treat y_C / N as marginals (projected onto the simplex) and fit them.
 
@@ -275,6 +276,10 @@ def naive_mle(
         Randomness of the release-based rule's simulated releases (same seed, same weight).
     n_boot : int
         Simulated releases of that rule.
+    criterion : {"kl", "tv"}
+        The rule's score of a refit against its simulated truth: KL (default) or, for users scored on
+        workload error (as AIM is), the mean total variation over the released cliques
+        (:func:`ppgm.release_rule.tv_from`).
 
     Returns
     -------
@@ -301,8 +306,9 @@ def naive_mle(
     project = checks.flag(project, "project")
     selection = None
     oracle = MarginalOracle(domain, _scopes(ms))  # one junction tree and gauge for the rule and the fit
+    criterion_score(criterion)  # checks the name before any work
     if l2 is None or l2 == "release":
-        choice = release_l2(domain, ms, N, tie, project, seed, n_boot, oracle=oracle)
+        choice = release_l2(domain, ms, N, tie, project, seed, n_boot, oracle=oracle, criterion=criterion)
         l2, selection = choice.value, choice.as_record()
     elif l2 == "calibrated":
         l2 = noise_calibrated_l2(ms, N, tie)
@@ -322,30 +328,33 @@ def naive_mle(
 @dataclass(frozen=True)
 class Pilot:
     """The release-based rules' simulated truth and the naive refit they share (built once per fit):
-    the naive fit of the release at ``PILOT / N``, its refit callable, KL from the pilot
-    (:func:`ppgm.release_rule.kl_from`) on the same oracle, and the pilot's calibration (every simulated
-    release is drawn from it)."""
+    the naive fit of the release at ``PILOT / N``, its refit callable, the criterion against the pilot
+    on the same oracle (KL, :func:`ppgm.release_rule.kl_from`, or mean TV over the released cliques,
+    :func:`ppgm.release_rule.tv_from`), and the pilot's calibration (every simulated release is drawn
+    from it)."""
 
     refit: Callable
     model: MarkovNetwork
     score: Callable
     calibration: Calibration
     oracle: MarginalOracle
+    criterion: str = "kl"
 
     @classmethod
     def of(cls, domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying | None = None, project: bool = True,
-           oracle: MarginalOracle | None = None) -> "Pilot":
+           oracle: MarginalOracle | None = None, criterion: str = "kl") -> "Pilot":
         """The pilot of release ``ms`` (the oracle must be exact)."""
+        factory = criterion_score(criterion)
         oracle = oracle or MarginalOracle(domain, _scopes(ms))
         refit = naive_refit(domain, ms, N, tie, project, oracle=oracle)
         model = refit(list(ms), PILOT / N, None)
-        return cls(refit, model, kl_from(model, oracle), oracle.tree.calibrate(model), oracle)  # type: ignore[union-attr]  # exact
+        return cls(refit, model, factory(model, oracle), oracle.tree.calibrate(model), oracle, criterion)  # type: ignore[union-attr]  # exact
 
 
 @one_blas_thread
 def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying | None = None, project: bool = True,
                seed=0, n_boot: int = N_BOOT, pilot: Pilot | None = None, oracle: MarginalOracle | None = None,
-               correct: bool = False) -> Choice:
+               correct: bool = False, criterion: str = "kl") -> Choice:
     """The naive MLE's L2 weight chosen from the release (:func:`ppgm.release_rule.choose_l2`): the
     pilot is the paper's fit (``1 / N``), candidates run from ``sqrt(10)`` times
     :func:`noise_calibrated_l2` down in half-decades. Where the junction tree is too large to sample
@@ -373,6 +382,10 @@ def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying |
         One built for the release's cliques (the caller's final fit reuses it).
     correct : bool
         Apply the second-level correction (2-4x the cost of the first level).
+    criterion : {"kl", "tv"}
+        What a refit is scored by against its pilot: KL(pilot || refit) (default) or the mean total
+        variation over the released cliques, for users scored on workload error. A given ``pilot``
+        brings its own.
 
     Returns
     -------
@@ -394,23 +407,27 @@ def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying |
     True
     """
     checks.flag(correct, "correct")
+    criterion_score(criterion)  # checks the name
     calibrated = noise_calibrated_l2(ms, N, tie)
     if pilot is None:
         oracle = oracle or MarginalOracle(domain, _scopes(ms))
         if not oracle.exact:
             warnings.warn("L2 weight chosen from the release: the junction tree is too large to simulate the release "
                           "exactly; using the noise-calibrated weight instead", UndecidedWarning, stacklevel=3)
-            return Choice(calibrated, np.array([calibrated]), np.zeros((1, 1)), False, "junction tree too large: calibrated weight")
-        pilot = Pilot.of(domain, ms, N, tie, project, oracle)
+            return Choice(calibrated, np.array([calibrated]), np.zeros((1, 1)), False, "junction tree too large: calibrated weight",
+                          criterion=criterion)
+        pilot = Pilot.of(domain, ms, N, tie, project, oracle, criterion)
     rng = as_generator(seed)
     first = choose_l2(ms, N, pilot.refit, pilot.model, upper=STEP * calibrated, lower=1.0 / N, n_boot=n_boot, seed=rng,
                       score=pilot.score, simulate=lambda r: simulated_release(pilot.model, ms, N, r, pilot.calibration))
+    first = replace(first, criterion=pilot.criterion)
     if not correct or not first.decided or first.value <= (1 + 1e-9) / N:
         return first  # at the floor the correction cannot move it: the second level's weight is at least the floor
     # second level: pilots of releases simulated from the pilot, one release from each. The pilots are cold
     # fits (Pilot.of): at the tiny weight 1 / N a cold fit follows its path of weights, while a start at the
     # first pilot is a rough point in the wrong place (3-5x slower on the third-order chain at epsilon 0.1)
-    seconds = [Pilot.of(domain, simulated_release(pilot.model, ms, N, rng, pilot.calibration), N, tie, project, pilot.oracle)
+    seconds = [Pilot.of(domain, simulated_release(pilot.model, ms, N, rng, pilot.calibration), N, tie, project, pilot.oracle,
+                        pilot.criterion)
                for _ in range(n_boot)]
     draws = iter(seconds)
     with warnings.catch_warnings():
@@ -817,7 +834,6 @@ def cgm_em(
         ``max_iter`` (the earlier default). EM's MAP E-step does not converge to a better model than its
         path: on sparse tables its fixed point is worse than its start at every M-step weight measured
         (``docs/regularisation.md``), so the stopping time is a regulariser, and the release chooses it.
-
     Returns
     -------
     CGMResult
@@ -937,9 +953,9 @@ RISE = 3  # a simulated EM run stops once its score has risen this many iteratio
 def release_iterations(ms: Sequence[Measurement], N: float, new_em: Callable[[Sequence[Measurement]], "_EM"], pilot: Pilot,
                        start_l2: float, max_iter: int, tol: float, rtol: float, seed=0, n_boot: int = 2) -> Choice:
     """CGM-EM's iteration count chosen from the release: EM (same settings) run on releases simulated
-    from the pilot, each from its naive fit at ``start_l2``, scored after every iteration by
-    KL(pilot || model); the count with the smallest mean score, or the fewest within one standard
-    error of it (0: the start).
+    from the pilot, each from its naive fit at ``start_l2``, scored after every iteration by the
+    pilot's criterion (KL(pilot || model) by default); the count with the smallest mean score, or the
+    fewest within one standard error of it (0: the start).
 
     Parameters
     ----------
@@ -982,8 +998,10 @@ def release_iterations(ms: Sequence[Measurement], N: float, new_em: Callable[[Se
     best = int(np.argmin(s.mean(axis=0)))
     j = within_one_se(s, best)  # fewer iterations within one standard error (paired)
     if j is None:
-        return Choice(float(best), np.arange(width, dtype=float), s, True, "smallest mean KL(pilot || EM iterate)")
-    return Choice(float(j), np.arange(width, dtype=float), s, True, "fewest iterations within one standard error of the best")
+        return Choice(float(best), np.arange(width, dtype=float), s, True, "smallest mean score of the EM iterate against the pilot",
+                      criterion=pilot.criterion)
+    return Choice(float(j), np.arange(width, dtype=float), s, True, "fewest iterations within one standard error of the best",
+                  criterion=pilot.criterion)
 
 
 def _em_converged(history: list, tol: float, rtol: float) -> bool:

@@ -9,7 +9,8 @@ candidate settings and keep the setting that recovers the pilot best:
 1. pilot: a lightly regularised fit of the release (the paper's naive MLE, L2 weight 1 / N);
 2. ``n_boot`` times: draw the tables of N records from the pilot (exact, without the records), tabulate
    the released cliques (pooled tables summed as released), add noise of the same law and scale;
-3. refit each simulated release at every candidate and score it by KL(pilot || refit);
+3. refit each simulated release at every candidate and score it by KL(pilot || refit) (or, for users
+   scored on workload error, the mean total variation over the released cliques: ``criterion="tv"``);
 4. keep the candidate with the smallest mean score, refined by a parabola in log weight through it
    and its neighbours (learners whose simulated releases are few and noisy may ask instead for the
    most regularised candidate within one standard error of the best, ``one_se=True``).
@@ -21,7 +22,7 @@ budget. Its randomness comes from ``seed`` (simulated noise is never released).
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -56,7 +57,8 @@ class Choice:
     candidates : numpy.ndarray
         The settings tried, in the order they were tried.
     scores : numpy.ndarray
-        KL(pilot || refit) in nats, one row per simulated release, one column per candidate.
+        The criterion (KL(pilot || refit) in nats by default), one row per simulated release, one column
+        per candidate.
     decided : bool
         False when the best candidate lay at the edge of the range tried (the value is that edge).
     reason : str
@@ -64,6 +66,9 @@ class Choice:
     extrapolation : dict, optional
         For a bias-corrected choice (:func:`extrapolate`): the first-level weight, the second-level
         one and the corrected value before clipping.
+    criterion : str
+        What the scores measure: ``"kl"`` (KL(pilot || refit)) or ``"tv"`` (mean total variation over
+        the released cliques).
     """
 
     value: float
@@ -72,12 +77,13 @@ class Choice:
     decided: bool = True
     reason: str = ""
     extrapolation: dict | None = None
+    criterion: str = "kl"
 
     def as_record(self) -> dict:
         """The choice as a plain dict for a result's history."""
         out = {"value": float(self.value), "candidates": [float(c) for c in self.candidates],
                "mean_scores": [float(s) for s in self.scores.mean(axis=0)], "decided": self.decided,
-               "reason": self.reason}
+               "reason": self.reason, "criterion": self.criterion}
         if self.extrapolation is not None:
             out["extrapolation"] = dict(self.extrapolation)
         return out
@@ -162,6 +168,66 @@ def kl_from(pilot: MarkovNetwork, oracle: MarginalOracle) -> Callable[[MarkovNet
     return kl
 
 
+def tv_from(pilot: MarkovNetwork, oracle: MarginalOracle) -> Callable[[MarkovNetwork], float]:
+    """Mean total variation between the pilot's and q's marginals over the oracle's scopes (the
+    released cliques), for networks q with the pilot's scopes: the criterion of users scored on
+    workload error (AIM's is the L1 error of the workload's marginals). One calibration of q.
+
+    KL(pilot || q) weighs a cell's error by the pilot's log-ratio, so it punishes a near-empty cell
+    that q empties more than a shifted full one; TV counts mass moved. On AIM's releases the two
+    disagree on the naive fit's weight (``docs/regularisation.md``).
+
+    Parameters
+    ----------
+    pilot : MarkovNetwork
+    oracle : MarginalOracle
+        Built for the pilot's scopes.
+
+    Returns
+    -------
+    callable
+
+    Examples
+    --------
+    >>> from ppgm.random_models import third_order_chain
+    >>> p = third_order_chain(4, 3, seed=0)
+    >>> tv = tv_from(p, MarginalOracle(p.domain, p.scopes))
+    >>> tv(p), 0.0 < tv(third_order_chain(4, 3, seed=1)) < 1.0
+    (0.0, True)
+    """
+    P = oracle.params
+    mu_p = oracle.flat(P.join([f.values for f in pilot.factors]))[1]
+    starts = P.offsets[:-1]
+
+    def tv(q: MarkovNetwork) -> float:
+        mu_q = oracle.flat(P.join([f.values for f in q.factors]))[1]
+        return float(0.5 * np.add.reduceat(np.abs(mu_p - mu_q), starts).mean())
+    return tv
+
+
+CRITERIA = {"kl": kl_from, "tv": tv_from}  # the bootstrap's score of a refit against its pilot
+
+
+def criterion_score(criterion: str) -> Callable[[MarkovNetwork, MarginalOracle], Callable[[MarkovNetwork], float]]:
+    """The scorer factory of a criterion name (``"kl"``: :func:`kl_from`, ``"tv"``: :func:`tv_from`).
+
+    Parameters
+    ----------
+    criterion : {"kl", "tv"}
+
+    Returns
+    -------
+    callable
+        ``factory(pilot, oracle)`` -> ``score(q)``.
+
+    Examples
+    --------
+    >>> criterion_score("tv") is tv_from
+    True
+    """
+    return CRITERIA[checks.choice(criterion, "criterion", tuple(CRITERIA))]
+
+
 def within_one_se(scores: np.ndarray, best: int) -> int | None:
     """The first column before ``best`` whose paired differences from it (over the rows: simulated
     releases) have a mean within one standard error; None when there is none. Columns are ordered
@@ -229,7 +295,7 @@ def extrapolate(first: Choice, second: Choice, lower: float, limit: float = STEP
     value = max(value, lower)
     record = {"first": float(first.value), "second": float(second.value), "raw": raw}
     reason = first.reason + "; corrected for the pilot's noise by extrapolation (SIMEX)"
-    return Choice(value, first.candidates, first.scores, first.decided, reason, record)
+    return replace(first, value=value, reason=reason, extrapolation=record)
 
 
 def choose_l2(
@@ -347,7 +413,7 @@ def choose_l2(
     at_floor = best == len(c) - 1 and c[best] <= lower * (1 + 1e-9)
     decided = bool(best > 0 and (best < len(c) - 1 or at_floor))
     value = float(c[best])
-    reason = "the floor of the range" if at_floor else "smallest mean KL(pilot || refit)"
+    reason = "the floor of the range" if at_floor else "smallest mean score against the pilot"
     j = within_one_se(s, best) if one_se else None  # the most regularised candidate within one SE of the best
     if j is not None:
         value, reason = float(c[j]), "largest weight within one standard error of the best"

@@ -70,8 +70,12 @@ def test_the_domain_is_the_models_never_the_datas():
     rel = release_tables(df, mn, LaplaceMechanism(2.0))
     (f,) = list(rel)
     assert f.state_names == {"A": ["lo", "mid", "hi"], "B": ["n", "y"]} and f.values.shape == (3, 2)
-    fit = NaiveMLEEstimator(mn).estimate(rel)
+    est = NaiveMLEEstimator(mn)
+    fit = est.estimate(rel)
     assert fit.get_factors()[0].state_names["A"] == ["lo", "mid", "hi"]
+    assert est.selection_["criterion"] == "kl"
+    est.estimate(rel, criterion="tv")
+    assert est.selection_["criterion"] == "tv" and est.l2_ == pytest.approx(est.selection_["value"])
     # a release listing the states in another order is read in the model's order
     shuffled = NoisyTables.from_factors(
         [DiscreteFactor(["A", "B"], [3, 2], f.values[[2, 0, 1]], state_names={"A": ["hi", "lo", "mid"], "B": ["n", "y"]})],

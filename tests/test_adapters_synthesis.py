@@ -42,6 +42,7 @@ def test_the_release_charges_its_three_parts_and_nothing_else():
     scales = [f.scale for f in rel.tables]
     assert scales[:5] == pytest.approx([sig1] * 5) and scales[5:] == pytest.approx([sig2] * 4)
     assert all(f.integer for f in rel.tables)
+    assert rel.fit.selection["criterion"] == "tv"  # a synthetic release's naive weight is chosen for its marginals
 
 
 def test_an_over_budget_release_raises_and_spends_nothing():

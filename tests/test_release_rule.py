@@ -201,3 +201,60 @@ def test_the_second_level_is_an_opt_in_correction_of_the_naive_rule():
     assert fit.l2 == one.value and "extrapolation" not in fit.selection
     with pytest.raises(TypeError, match="correct"):
         release_l2(truth.domain, ys, float(N), correct="yes")
+
+
+def _tv_by_enumeration(p, q, scopes):
+    """Mean total variation of the scopes' marginals, from the two joint tables (brute force)."""
+    def joint(m):
+        t = np.zeros(m.domain.shape(m.domain.variables))
+        for f in m.factors:
+            shape = [m.domain.size([v]) if v in f.variables else 1 for v in m.domain.variables]
+            order = [f.variables.index(v) for v in m.domain.variables if v in f.variables]
+            t = t + np.transpose(f.values, order).reshape(shape)
+        t = np.exp(t - t.max())
+        return t / t.sum()
+    jp, jq = joint(p), joint(q)
+    tvs = []
+    for s in scopes:
+        axes = tuple(i for i, v in enumerate(p.domain.variables) if v not in s)
+        tvs.append(0.5 * np.abs(jp.sum(axis=axes) - jq.sum(axis=axes)).sum())
+    return float(np.mean(tvs))
+
+
+def test_tv_criterion_is_the_mean_total_variation_of_the_scopes_marginals():
+    from ppgm.mle import MarginalOracle
+    from ppgm.release_rule import tv_from
+
+    p, q = third_order_chain(5, 3, seed=0), third_order_chain(5, 3, seed=4)
+    tv = tv_from(p, MarginalOracle(p.domain, p.scopes))
+    assert tv(p) == 0.0
+    assert tv(q) == pytest.approx(_tv_by_enumeration(p, q, p.scopes), rel=1e-10)
+
+
+def test_naive_mle_with_the_tv_criterion_scores_its_candidates_by_tv():
+    from ppgm.cgm import Pilot, release_l2
+    from ppgm.mle import MarginalOracle
+    from ppgm.release_rule import STEP
+
+    truth = third_order_chain(4, 3, seed=0)
+    ms = _release(truth, 3000, 8.0, seed=5)
+    N = 3000.0
+    fit = naive_mle(truth.domain, ms, N=N, criterion="tv", seed=3)
+    assert fit.selection["criterion"] == "tv"
+    assert naive_mle(truth.domain, ms, N=N, seed=3).selection["criterion"] == "kl"
+    # the same choice with an independent scorer (marginals of the joint table) gives the same scores
+    oracle = MarginalOracle(truth.domain, [m.variables for m in ms])
+    pilot = Pilot.of(truth.domain, ms, N, oracle=oracle)
+    ref = choose_l2(ms, N, pilot.refit, pilot.model, upper=STEP * noise_calibrated_l2(ms, N), n_boot=3, seed=np.random.default_rng(3),
+                    score=lambda m: _tv_by_enumeration(pilot.model, m, pilot.model.scopes),
+                    simulate=lambda r: simulated_release(pilot.model, ms, N, r, pilot.calibration))
+    np.testing.assert_allclose(fit.selection["mean_scores"], ref.scores.mean(axis=0), rtol=1e-6)
+    assert fit.l2 == pytest.approx(ref.value)
+    assert release_l2(truth.domain, ms, N, seed=3, criterion="tv").value == pytest.approx(fit.l2)
+
+
+def test_an_unknown_criterion_is_refused_by_name():
+    truth = third_order_chain(4, 2, seed=0)
+    ms = _release(truth, 1000, 2.0, seed=1)
+    with pytest.raises(ValueError, match="criterion"):
+        naive_mle(truth.domain, ms, criterion="l1")
