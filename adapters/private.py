@@ -771,6 +771,7 @@ class CGMEstimator(_NoisyTableEstimator):
             EM's iteration count chosen from the release (default), or EM run to ``tol`` / ``rtol``.
         seed : int or numpy.random.Generator
             Randomness of the release-based rules (same seed, same result).
+
         Returns
         -------
         DiscreteMarkovNetwork

@@ -351,8 +351,8 @@ def aim_release(
         private-pgm's 80 MB); the cap grows with the budget spent.
     estimator : {"cgm", "naive", "rounds"}
         The final fit of the released tables: CGM-EM or the naive MLE with the release-chosen
-        regularisation (the naive weight by total variation, as in :func:`mst_release`; each refits a model as large as the rounds grew it, several times over for
-        the rule), or ``"rounds"``: the last round's naive fit (l2 = 1 / N, what AIM itself returns),
+        regularisation (the naive weight by total variation, as in :func:`mst_release`; each refits a
+        model as large as the rounds grew it, several times over for the rule), or ``"rounds"``: the last round's naive fit (l2 = 1 / N, what AIM itself returns),
         at no extra cost.
     n_synthetic, synthetic, individuals, max_contributions, reweight, on_unknown, seed, fit_seed, progress
         As :func:`mst_release`.

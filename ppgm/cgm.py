@@ -304,9 +304,9 @@ def naive_mle(
     tie = tied if isinstance(tied, Tying) or tied is None else Tying.build(domain, _scopes(ms), tied)
     max_iter, tol = checks.count(max_iter, "max_iter"), checks.positive(tol, "tol")
     project = checks.flag(project, "project")
+    criterion_score(criterion)  # checks the name before any work
     selection = None
     oracle = MarginalOracle(domain, _scopes(ms))  # one junction tree and gauge for the rule and the fit
-    criterion_score(criterion)  # checks the name before any work
     if l2 is None or l2 == "release":
         choice = release_l2(domain, ms, N, tie, project, seed, n_boot, oracle=oracle, criterion=criterion)
         l2, selection = choice.value, choice.as_record()
@@ -834,6 +834,7 @@ def cgm_em(
         ``max_iter`` (the earlier default). EM's MAP E-step does not converge to a better model than its
         path: on sparse tables its fixed point is worse than its start at every M-step weight measured
         (``docs/regularisation.md``), so the stopping time is a regulariser, and the release chooses it.
+
     Returns
     -------
     CGMResult
