@@ -738,9 +738,9 @@ def cgm_em(
     domain: Domain,
     measurements: Sequence[Measurement],
     N: float | None = None,
-    l2: float | None = None,
+    l2: float | str | None = None,
     estep: str = "dual",
-    max_iter: int = 30,
+    max_iter: int | None = None,
     tol: float = 1e-6,
     rtol: float = 1e-4,
     damping: float = 0.1,
@@ -770,17 +770,23 @@ def cgm_em(
         One noisy table per clique (Laplace or Gaussian noise, or exact counts).
     N : float, optional
         Number of records; taken from the measurements when not given (see :func:`population_size`).
-    l2 : float, optional
+    l2 : float or "release", optional
         Weight of ``l2 ||theta||^2`` (per record; with ``tied``, on the shared tables, each once) in
         the M-step; default :func:`noise_aware_l2`
         (between 0.1 / N and 1 / N, growing with the noise). Without it the learned network drifts
         towards vanishing probabilities on cells whose expected counts come out near zero.
+        ``"release"`` (with ``stop="converged"``): the weight is chosen from the release for EM run to
+        convergence (:func:`release_mstep_l2`; candidates from the noise-aware weight down), recorded in
+        ``selection["mstep_l2"]``. EM's fixed point then carries the regularisation instead of its
+        stopping time (``docs/regularisation.md``); it costs several converged EM runs on simulated
+        releases.
     estep : {"dual", "nlbp"}
         E-step solver (see the module docstring).
     max_iter, tol, rtol
-        EM stops after ``max_iter`` iterations, or earlier when the largest change of a clique
-        marginal falls below ``tol`` or the objective grows by less than ``rtol`` (relative) in an
-        iteration. The iteration count matters for accuracy, not only for time: EM's path improves
+        EM stops after ``max_iter`` iterations (default 30; ``MSTEP_MAX_ITER`` = 200 with
+        ``l2="release"``, which warns if EM has not converged by then), or earlier when the largest
+        change of a clique marginal falls below ``tol`` or the objective grows by less than ``rtol``
+        (relative) in an iteration. The iteration count matters for accuracy, not only for time: EM's path improves
         on its start, its end point overfits the noise (module docstring).
     damping, smoothing
         Settings of the ``"nlbp"`` E-step.
@@ -860,6 +866,12 @@ def cgm_em(
     checks.choice(estep, "estep", ("dual", "nlbp"))
     estep_iter = (500 if estep == "dual" else 2000) if estep_iter is None else estep_iter
     checks.choice(mstep, "mstep", ("auto", "newton", "lbfgs"))
+    checks.choice(stop, "stop", ("release", "converged"))
+    mstep_rule = isinstance(l2, str)
+    if mstep_rule and (l2 != "release" or stop != "converged"):
+        raise ValueError(f"l2: expected a non-negative number, or 'release' with stop='converged' (EM run to convergence at "
+                         f"a weight chosen from the release), got {l2!r} with stop={stop!r}")
+    max_iter = (MSTEP_MAX_ITER if mstep_rule else 30) if max_iter is None else max_iter
     max_iter, estep_iter = checks.count(max_iter, "max_iter"), checks.count(estep_iter, "estep_iter")
     tol, rtol = checks.positive(tol, "tol"), checks.non_negative(rtol, "rtol")
     estep_tol, mstep_tol = checks.positive(estep_tol, "estep_tol"), checks.positive(mstep_tol, "mstep_tol")
@@ -869,23 +881,26 @@ def cgm_em(
     oracle = MarginalOracle(domain, _scopes(ms))
     P = oracle.params
     tie = tied if isinstance(tied, Tying) or tied is None else Tying.build(domain, P.scopes, tied)
-    l2 = noise_aware_l2(ms, N, tie) if l2 is None else checks.non_negative(l2, "l2")
+    weight_l2: float = noise_aware_l2(ms, N, tie) if l2 is None or mstep_rule else checks.non_negative(l2, "l2")
     if mstep == "auto":
-        mstep = "newton" if newton_applies(oracle, l2, tie) else "lbfgs"
+        mstep = "newton" if newton_applies(oracle, weight_l2, tie) else "lbfgs"
     if mstep_iter is None:  # untied: one Newton step (a generalised EM step); tied: solved (as L-BFGS's 100 did)
         mstep_iter = (1 if tie is None else TIED_MSTEP_ITER) if mstep == "newton" else 100
     mstep_iter = checks.count(mstep_iter, "mstep_iter")
     if init_l2 is not None:
         init_l2 = _check_l2(init_l2, allow_rules=True)  # type: ignore[assignment]  # a number or 'calibrated'
 
-    checks.choice(stop, "stop", ("release", "converged"))
+    if mstep_rule and not oracle.exact:
+        warnings.warn("CGM-EM: the junction tree is too large to simulate the release exactly; the M-step weight is the "
+                      "noise-aware one (noise_aware_l2)", UndecidedWarning, stacklevel=2)
+        mstep_rule = False
     if stop == "release" and not oracle.exact:
         warnings.warn("CGM-EM: the junction tree is too large to simulate the release exactly; EM runs to its own "
                       "stopping rule (stop='converged')", UndecidedWarning, stacklevel=2)
         stop = "converged"
     selection: dict = {}
     start_l2 = None
-    needs_pilot = stop == "release" or (init is None and init_l2 in (None, "release"))
+    needs_pilot = stop == "release" or mstep_rule or (init is None and init_l2 in (None, "release"))
     pilot = Pilot.of(domain, ms, N, tie, oracle=oracle) if needs_pilot and oracle.exact else None
     if init is None:
         if init_l2 is None or init_l2 == "release":
@@ -896,9 +911,20 @@ def cgm_em(
         init, start_l2 = start.model, start.l2
     observed = _moment_matched if moment_match else list
 
-    def new_em(tables: Sequence[Measurement]) -> _EM:
-        return _EM(domain, oracle, observed(tables), N, l2, estep, estep_iter, estep_tol, adaptive_estep, damping, smoothing,
-                   mstep_tol, mstep_iter, tie, mstep)
+    def new_em(tables: Sequence[Measurement], weight: float | None = None) -> _EM:
+        return _EM(domain, oracle, observed(tables), N, weight_l2 if weight is None else weight, estep, estep_iter, estep_tol,
+                   adaptive_estep, damping, smoothing, mstep_tol, mstep_iter, tie, mstep)
+
+    if mstep_rule:
+        assert pilot is not None  # built above for the rule
+        if start_l2 is None:  # a given init: the simulated starts take the release-chosen naive weight
+            start_l2 = release_l2(domain, ms, N, tie, seed=seed, pilot=pilot).value
+        weight = release_mstep_l2(ms, N, new_em, pilot, start_l2, weight_l2, max_iter, tol, rtol, seed)
+        selection["mstep_l2"] = weight.as_record()
+        weight_l2 = weight.value
+        if not weight.decided:
+            warnings.warn(f"CGM-EM: the lowest M-step weight tried ({weight_l2:.3g} per record) scored best in the simulated "
+                          "releases; the rule could not decide (selection['mstep_l2'])", UndecidedWarning, stacklevel=2)
 
     if stop == "release":
         assert pilot is not None  # built above whenever stop is "release"
@@ -918,6 +944,9 @@ def cgm_em(
         history = [{"objective": float("nan"), "change": 0.0, "estep_evals": 0, "estep_converged": True, "mstep_iters": 0}]
         stopped = "the release-based rule chose 0 iterations: EM did not improve on its start in the simulated releases"
     history[-1]["stopped"] = stopped
+    if mstep_rule and stop == "converged" and len(history) == max_iter and not _em_converged(history, tol, rtol):
+        warnings.warn(f"CGM-EM: EM did not converge within max_iter={max_iter} iterations at the release-chosen M-step "
+                      "weight; the model is its last iterate (see history)", ConvergenceWarning, stacklevel=2)
     if not history[-1]["estep_converged"]:
         warnings.warn(f"CGM-EM: the last E-step ({estep}) stopped before its convergence test passed; the expected counts "
                       "are approximate (see history[-1]; for estep='nlbp' try more damping)", ConvergenceWarning, stacklevel=2)
@@ -1003,6 +1032,73 @@ def release_iterations(ms: Sequence[Measurement], N: float, new_em: Callable[[Se
                       criterion=pilot.criterion)
     return Choice(float(j), np.arange(width, dtype=float), s, True, "fewest iterations within one standard error of the best",
                   criterion=pilot.criterion)
+
+
+MSTEP_CANDIDATES = 4  # M-step weights tried from noise_aware_l2 down in half-decades (more while the lowest is best)
+MSTEP_EXTEND = 2  # at most this many more half-decades below them
+MSTEP_MAX_ITER = 200  # EM's iteration cap when it runs to convergence at a release-chosen M-step weight
+
+
+def release_mstep_l2(ms: Sequence[Measurement], N: float, new_em: Callable[..., "_EM"], pilot: Pilot, start_l2: float,
+                     upper: float, max_iter: int, tol: float, rtol: float, seed=0, n_boot: int = 2) -> Choice:
+    """CGM-EM's M-step weight chosen from the release, for EM run to convergence: on releases simulated
+    from the pilot, EM from the naive fit at ``start_l2`` runs to convergence at each candidate weight
+    (``upper`` down in half-decades; each candidate starts where the previous one converged, a path of
+    weights), and each end point is scored against the pilot (KL(pilot || model) by default); the weight
+    with the smallest mean score. The lattice grows downwards, up to ``MSTEP_EXTEND`` half-decades,
+    while its lowest weight scores best.
+
+    Parameters
+    ----------
+    ms : sequence of Measurement
+        The release.
+    N : float
+    new_em : callable
+        ``new_em(tables, l2)``: CGM-EM's E- and M-steps, with the fit's settings, for a release and an
+        M-step weight.
+    pilot : Pilot
+    start_l2 : float
+        The naive start's weight.
+    upper : float
+        The largest candidate (CGM-EM passes :func:`noise_aware_l2`).
+    max_iter, tol, rtol
+        EM's stopping rule in each simulated run.
+    seed : int or numpy.random.Generator
+    n_boot : int
+
+    Returns
+    -------
+    Choice
+        ``value`` is the weight (per record); ``scores`` one row per simulated release, one column per
+        candidate; ``decided`` is False when the lowest weight tried still scored best, and ``reason``
+        says how many simulated runs stopped at ``max_iter``.
+    """
+    rng = as_generator(seed)
+    sims = [simulated_release(pilot.model, ms, N, rng, pilot.calibration) for _ in range(n_boot)]
+    P = pilot.oracle.params
+    thetas = [P.join([f.values for f in pilot.refit(ys, start_l2, None).factors]) for ys in sims]
+    weights: list = []
+    columns: list = []
+    capped = 0
+    while True:
+        w = upper / STEP ** len(weights)
+        column = []
+        for b, ys in enumerate(sims):
+            thetas[b], history, _ = _em_loop(new_em(ys, w), thetas[b], max_iter, tol, rtol, None)
+            capped += int(len(history) == max_iter and not _em_converged(history, tol, rtol))
+            column.append(pilot.score(P.model(thetas[b])))
+        weights.append(w)
+        columns.append(column)
+        means = np.mean(columns, axis=1)
+        lowest_best = int(np.argmin(means)) == len(weights) - 1
+        if len(weights) >= MSTEP_CANDIDATES and (not lowest_best or len(weights) >= MSTEP_CANDIDATES + MSTEP_EXTEND):
+            break
+    best = int(np.argmin(means))
+    decided = not (best == len(weights) - 1 and len(weights) >= MSTEP_CANDIDATES + MSTEP_EXTEND)
+    reason = "smallest mean score of converged EM against the pilot"
+    if capped:
+        reason += f" ({capped} of {len(weights) * n_boot} simulated runs stopped at max_iter)"
+    return Choice(float(weights[best]), np.array(weights), np.array(columns).T, decided, reason, criterion=pilot.criterion)
 
 
 def _em_converged(history: list, tol: float, rtol: float) -> bool:

@@ -48,6 +48,31 @@ def test_factor_marginals_and_product():
         Factor(("A",), np.zeros((2, 2)))
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=6), st.randoms(use_true_random=False))
+def test_sum_to_matches_numpy_sum_above_and_below_the_einsum_size(shape, rnd):
+    """sum_to takes one einsum from EINSUM_MIN_CELLS cells: the same table as numpy's sum over the dropped
+    axes, transposed into keep's order, whatever the shape and the order of keep."""
+    import ppgm.factor as factor_module
+
+    names = tuple(f"V{i}" for i in range(len(shape)))
+    values = np.random.default_rng(rnd.randrange(2**32)).random(shape)
+    keep = rnd.sample(names, rnd.randrange(len(names) + 1))
+    dropped = tuple(i for i, v in enumerate(names) if v not in keep)
+    kept = [v for v in names if v in keep]
+    ref = np.transpose(values.sum(axis=dropped), [kept.index(v) for v in keep])
+    for threshold in (1, 10**9):  # einsum always / never
+        factor_module.EINSUM_MIN_CELLS, saved = threshold, factor_module.EINSUM_MIN_CELLS
+        try:
+            out = Factor(names, values).sum_to(keep)
+        finally:
+            factor_module.EINSUM_MIN_CELLS = saved
+        assert out.variables == tuple(keep)
+        np.testing.assert_allclose(out.values, ref, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="not in the factor"):
+        Factor(names, values).sum_to(("Z",))
+
+
 def test_domain_validation():
     d = Domain(("A", "B"), (2, 3), {"A": ["no", "yes"]})
     assert d.state_names["B"] == (0, 1, 2)

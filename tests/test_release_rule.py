@@ -258,3 +258,73 @@ def test_an_unknown_criterion_is_refused_by_name():
     ms = _release(truth, 1000, 2.0, seed=1)
     with pytest.raises(ValueError, match="criterion"):
         naive_mle(truth.domain, ms, criterion="l1")
+
+
+def _joint_kl(p, q) -> float:
+    """KL(p || q) by enumerating the joint table of two small models (an independent scorer)."""
+    lp, lq = p.joint_log_table(), q.joint_log_table()
+    lp, lq = lp - np.logaddexp.reduce(lp.ravel()), lq - np.logaddexp.reduce(lq.ravel())
+    return float(np.sum(np.exp(lp) * (lp - lq)))
+
+
+def test_cgm_em_mstep_weight_chosen_from_the_release_for_converged_em():
+    from ppgm.cgm import MSTEP_MAX_ITER, Pilot, noise_aware_l2, release_l2
+    from ppgm.mle import MarginalOracle
+    from ppgm.release_rule import STEP
+
+    truth = pairwise_dirichlet([(0, 1), (1, 2), (2, 3)], 4, 3, alpha=0.3, seed=3)
+    N = 2000.0
+    ys = _release(truth, int(N), 6.0, 4)
+    res = cgm_em(truth.domain, ys, N=N, l2="release", stop="converged", progress=False)
+    ch = res.selection["mstep_l2"]
+    assert set(res.selection) == {"l2", "mstep_l2"}
+    top = noise_aware_l2(ys, N)
+    cands = np.array(ch["candidates"])
+    np.testing.assert_allclose(cands, top / STEP ** np.arange(cands.size))  # half-decades down from the noise-aware weight
+    assert 4 <= cands.size <= 6 and ch["value"] == cands[int(np.argmin(ch["mean_scores"]))]
+    assert "converged" in res.history[-1]["stopped"] and len(res.history) < MSTEP_MAX_ITER
+    # the same scores from the public API: each simulated release's EM path of weights, run by cgm_em itself
+    # from the previous weight's end point, scored by enumerating the joint tables
+    oracle = MarginalOracle(truth.domain, [m.variables for m in ys])
+    pilot = Pilot.of(truth.domain, ys, N, oracle=oracle)
+    start_l2 = release_l2(truth.domain, ys, N, seed=0, pilot=pilot).value
+    rng = np.random.default_rng(0)
+    ref = []
+    for sim in [simulated_release(pilot.model, ys, N, rng, pilot.calibration) for _ in range(2)]:
+        model, row = pilot.refit(sim, start_l2, None), []
+        for w in cands:
+            model = cgm_em(truth.domain, sim, N=N, l2=float(w), stop="converged", init=model, max_iter=MSTEP_MAX_ITER,
+                           progress=False).model
+            row.append(_joint_kl(pilot.model, model))
+        ref.append(row)
+    np.testing.assert_allclose(ch["mean_scores"], np.mean(ref, axis=0), rtol=1e-5)
+    # and the final fit is converged EM at that weight from the naive start
+    start = naive_mle(truth.domain, ys, N=N, l2=res.selection["l2"]["value"], tol=1e-4)
+    final = cgm_em(truth.domain, ys, N=N, l2=ch["value"], stop="converged", init=start.model, max_iter=MSTEP_MAX_ITER, progress=False)
+    for a, b in zip(res.model.factors, final.model.factors):
+        np.testing.assert_allclose(a.values, b.values, atol=1e-9)
+
+
+def test_release_chosen_mstep_weight_beats_the_iteration_rule_on_a_sparse_chain():
+    # a tuning cell of docs/regularisation.md (sparse chain, N = 1,000, eps = 1) where EM stopped by the
+    # iteration rule is no better than its start and converged EM at a smaller weight is
+    truth = pairwise_dirichlet([(i, i + 1) for i in range(9)], 10, 6, alpha=0.1, seed=7)
+    rng = np.random.default_rng([0, 1000, 1000])
+    from ppgm.mechanisms import LaplaceMechanism
+
+    ys = LaplaceMechanism(1.0).release(contingency_tables(sample(truth, 1000, seed=rng), truth.domain, truth.scopes), seed=rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        default = kl_divergence(truth, cgm_em(truth.domain, ys, N=1000, progress=False).model)
+        naive = kl_divergence(truth, naive_mle(truth.domain, ys, N=1000).model)
+        rule = kl_divergence(truth, cgm_em(truth.domain, ys, N=1000, l2="release", stop="converged", progress=False).model)
+    assert rule < 0.95 * min(default, naive)
+
+
+def test_a_release_chosen_mstep_weight_needs_em_run_to_convergence():
+    truth = pairwise_dirichlet([(0, 1), (1, 2)], 3, 3, alpha=1.0, seed=1)
+    ys = _release(truth, 1000, 5.0, 2)
+    with pytest.raises(ValueError, match="l2: .*stop='converged'"):
+        cgm_em(truth.domain, ys, N=1000, l2="release", progress=False)
+    with pytest.raises(ValueError, match="l2: "):
+        cgm_em(truth.domain, ys, N=1000, l2="calibrated", stop="converged", progress=False)
