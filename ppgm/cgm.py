@@ -31,6 +31,7 @@ The E-step runs with Laplace noise moment-matched to a Gaussian. ``docs/cgm_em.m
 
 from __future__ import annotations
 
+import copy
 import warnings
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -742,7 +743,7 @@ def cgm_em(
     estep: str = "dual",
     max_iter: int | None = None,
     tol: float = 1e-6,
-    rtol: float = 1e-4,
+    rtol: float | None = None,
     damping: float = 0.1,
     smoothing: float = 1e-2,
     init: MarkovNetwork | None = None,
@@ -759,6 +760,7 @@ def cgm_em(
     mstep: str = "auto",
     seed=0,
     stop: str = "release",
+    accelerate: bool | None = None,
 ) -> CGMResult:
     """EM for collective graphical models (Algorithm 2): learn a Markov network whose cliques are the
     measured ones from noisy clique tables alone.
@@ -786,7 +788,9 @@ def cgm_em(
         EM stops after ``max_iter`` iterations (default 30; ``MSTEP_MAX_ITER`` = 200 with
         ``l2="release"``, which warns if EM has not converged by then), or earlier when the largest
         change of a clique marginal falls below ``tol`` or the objective grows by less than ``rtol``
-        (relative) in an iteration. The iteration count matters for accuracy, not only for time: EM's path improves
+        (relative) in an iteration (default 1e-4; ``MSTEP_RTOL`` = 1e-5 with ``l2="release"``, whose
+        rule compares converged end points: at 1e-4 they still depend on the path enough to move its
+        choice). The iteration count matters for accuracy, not only for time: EM's path improves
         on its start, its end point overfits the noise (module docstring).
     damping, smoothing
         Settings of the ``"nlbp"`` E-step.
@@ -833,6 +837,10 @@ def cgm_em(
         the tied naive MLE.
     seed : int or numpy.random.Generator
         Randomness of the release-based rules' simulated releases (same seed, same result).
+    accelerate : bool, optional
+        Extrapolate EM's path (SQUAREM, :func:`_em_loop_accelerated`) when it runs to convergence;
+        default: with ``l2="release"`` only. Each cycle of two EM iterations proposes a jump along
+        their differences, kept when the objective has not fallen below the cycle's start.
     stop : {"release", "converged"}
         ``"release"`` (default): the number of EM iterations, at most ``max_iter``, is chosen from the
         release (:func:`release_iterations`: EM run on releases simulated from the paper's naive fit,
@@ -872,6 +880,11 @@ def cgm_em(
         raise ValueError(f"l2: expected a non-negative number, or 'release' with stop='converged' (EM run to convergence at "
                          f"a weight chosen from the release), got {l2!r} with stop={stop!r}")
     max_iter = (MSTEP_MAX_ITER if mstep_rule else 30) if max_iter is None else max_iter
+    rtol = (MSTEP_RTOL if mstep_rule else 1e-4) if rtol is None else rtol
+    accelerate = mstep_rule if accelerate is None else checks.flag(accelerate, "accelerate")
+    if accelerate and stop != "converged":
+        raise ValueError("accelerate: extrapolation is for EM run to convergence (stop='converged'); the release-chosen "
+                         "iteration count counts plain EM iterations")
     max_iter, estep_iter = checks.count(max_iter, "max_iter"), checks.count(estep_iter, "estep_iter")
     tol, rtol = checks.positive(tol, "tol"), checks.non_negative(rtol, "rtol")
     estep_tol, mstep_tol = checks.positive(estep_tol, "estep_tol"), checks.positive(mstep_tol, "mstep_tol")
@@ -919,7 +932,7 @@ def cgm_em(
         assert pilot is not None  # built above for the rule
         if start_l2 is None:  # a given init: the simulated starts take the release-chosen naive weight
             start_l2 = release_l2(domain, ms, N, tie, seed=seed, pilot=pilot).value
-        weight = release_mstep_l2(ms, N, new_em, pilot, start_l2, weight_l2, max_iter, tol, rtol, seed)
+        weight = release_mstep_l2(ms, N, new_em, pilot, start_l2, weight_l2, max_iter, tol, rtol, seed, accelerate=accelerate)
         selection["mstep_l2"] = weight.as_record()
         weight_l2 = weight.value
         if not weight.decided:
@@ -936,7 +949,8 @@ def cgm_em(
     theta = P.join([f.values for f in init.factors])
     em = new_em(ms)
     bar = progress_bar(total=max_iter, desc="CGM-EM", enabled=progress)
-    theta, history, stopped = _em_loop(em, theta, max_iter, tol, rtol, callback, bar.update)
+    loop = _em_loop_accelerated if accelerate else _em_loop
+    theta, history, stopped = loop(em, theta, max_iter, tol, rtol, callback, bar.update)
     bar.close()
     if stop == "release" and len(history) == max_iter:
         stopped = f"the {max_iter} iterations chosen from the release (selection['iterations'])"
@@ -944,7 +958,7 @@ def cgm_em(
         history = [{"objective": float("nan"), "change": 0.0, "estep_evals": 0, "estep_converged": True, "mstep_iters": 0}]
         stopped = "the release-based rule chose 0 iterations: EM did not improve on its start in the simulated releases"
     history[-1]["stopped"] = stopped
-    if mstep_rule and stop == "converged" and len(history) == max_iter and not _em_converged(history, tol, rtol):
+    if mstep_rule and stop == "converged" and stopped.startswith("max_iter"):
         warnings.warn(f"CGM-EM: EM did not converge within max_iter={max_iter} iterations at the release-chosen M-step "
                       "weight; the model is its last iterate (see history)", ConvergenceWarning, stacklevel=2)
     if not history[-1]["estep_converged"]:
@@ -974,6 +988,70 @@ def _em_loop(em: "_EM", theta: np.ndarray, max_iter: int, tol: float, rtol: floa
         if _em_converged(history, tol, rtol):
             stopped = "converged (marginal change below tol, or objective gain below rtol)"
             break
+    return theta, history, stopped
+
+
+def _em_loop_accelerated(em: "_EM", theta: np.ndarray, max_iter: int, tol: float, rtol: float, callback, tick=None) -> tuple:
+    """:func:`_em_loop` with SQUAREM extrapolation (Varadhan and Roland 2008, step length -|r| / |v|): after
+    two EM iterations t0 -> t1 -> t2, with r = t1 - t0 and v = t2 - 2 t1 + t0, EM iterates once more from
+    t0 - 2 a r + a^2 v (a <= -1); the jump is kept when the objective there is at least the cycle's start,
+    otherwise EM's state returns to t2. The E-step's dual moves with the jump (theta - lambda stays where
+    the last E-step ended), so its warm start holds. Every EM iteration, kept or not, counts towards
+    ``max_iter``; the history keeps the accepted ones. Tuning (chain N = 1e4, eps 1, at the rule's rtol
+    1e-5): the release-chosen weight's whole fit 26.5 s -> 14.2 s, the same choice and end points."""
+    P = em.oracle.params
+    history: list = []
+    spent = 0
+    stopped = f"max_iter ({max_iter}) reached"
+
+    def step(t: np.ndarray) -> tuple[np.ndarray, bool]:
+        nonlocal spent
+        new, record = em.iterate(t)
+        spent += 1
+        history.append(record)
+        if tick is not None:
+            tick(1)
+        if callback is not None:
+            callback(len(history), P.model(new), record)
+        return new, _em_converged(history, tol, rtol)
+
+    try:
+        while spent < max_iter:
+            t0 = theta
+            theta, done = step(t0)
+            if done or spent >= max_iter:
+                break
+            t1 = theta
+            theta, done = step(t1)
+            if done or spent >= max_iter:
+                break
+            r, v = t1 - t0, theta - 2 * t1 + t0
+            nv = float(np.sqrt(v @ v))
+            a = -float(np.sqrt(r @ r)) / nv if nv > 0 else -1.0
+            if a >= -1.0:  # no longer step than EM's own two
+                continue
+            jump = t0 - 2 * a * r + a * a * v
+            saved, kept = copy.copy(em.__dict__), len(history)
+            if em.lam is not None and em.observation is None:
+                em.lam = em.lam + (jump - theta)
+            em.next_log_z = None
+            new, record = em.iterate(jump)
+            spent += 1
+            if tick is not None:
+                tick(1)
+            if np.isfinite(new).all() and np.isfinite(record["objective"]) and record["objective"] >= history[kept - 2]["objective"]:
+                history.append({**record, "extrapolated": True})
+                theta = new
+                if callback is not None:
+                    callback(len(history), P.model(new), record)
+                if _em_converged(history, tol, rtol):
+                    break
+            else:  # back to t2 and EM's state there
+                em.__dict__.update(saved)
+    except StopIteration:
+        return theta, history, "callback raised StopIteration"
+    if history and _em_converged(history, tol, rtol):
+        stopped = "converged (marginal change below tol, or objective gain below rtol)"
     return theta, history, stopped
 
 
@@ -1037,10 +1115,12 @@ def release_iterations(ms: Sequence[Measurement], N: float, new_em: Callable[[Se
 MSTEP_CANDIDATES = 4  # M-step weights tried from noise_aware_l2 down in half-decades (more while the lowest is best)
 MSTEP_EXTEND = 2  # at most this many more half-decades below them
 MSTEP_MAX_ITER = 200  # EM's iteration cap when it runs to convergence at a release-chosen M-step weight
+MSTEP_RTOL = 1e-5  # and its objective tolerance (tuning: chain N = 1e4, eps 1 chose 0.1x at 1e-4, 0.3x at 1e-5 and 1e-6)
 
 
 def release_mstep_l2(ms: Sequence[Measurement], N: float, new_em: Callable[..., "_EM"], pilot: Pilot, start_l2: float,
-                     upper: float, max_iter: int, tol: float, rtol: float, seed=0, n_boot: int = 2) -> Choice:
+                     upper: float, max_iter: int, tol: float, rtol: float, seed=0, n_boot: int = 2,
+                     accelerate: bool = True) -> Choice:
     """CGM-EM's M-step weight chosen from the release, for EM run to convergence: on releases simulated
     from the pilot, EM from the naive fit at ``start_l2`` runs to convergence at each candidate weight
     (``upper`` down in half-decades; each candidate starts where the previous one converged, a path of
@@ -1065,6 +1145,8 @@ def release_mstep_l2(ms: Sequence[Measurement], N: float, new_em: Callable[..., 
         EM's stopping rule in each simulated run.
     seed : int or numpy.random.Generator
     n_boot : int
+    accelerate : bool
+        Run the simulated EM with :func:`_em_loop_accelerated`.
 
     Returns
     -------
@@ -1084,7 +1166,7 @@ def release_mstep_l2(ms: Sequence[Measurement], N: float, new_em: Callable[..., 
         w = upper / STEP ** len(weights)
         column = []
         for b, ys in enumerate(sims):
-            thetas[b], history, _ = _em_loop(new_em(ys, w), thetas[b], max_iter, tol, rtol, None)
+            thetas[b], history, _ = (_em_loop_accelerated if accelerate else _em_loop)(new_em(ys, w), thetas[b], max_iter, tol, rtol, None)
             capped += int(len(history) == max_iter and not _em_converged(history, tol, rtol))
             column.append(pilot.score(P.model(thetas[b])))
         weights.append(w)

@@ -268,7 +268,7 @@ def _joint_kl(p, q) -> float:
 
 
 def test_cgm_em_mstep_weight_chosen_from_the_release_for_converged_em():
-    from ppgm.cgm import MSTEP_MAX_ITER, Pilot, noise_aware_l2, release_l2
+    from ppgm.cgm import MSTEP_MAX_ITER, MSTEP_RTOL, Pilot, noise_aware_l2, release_l2
     from ppgm.mle import MarginalOracle
     from ppgm.release_rule import STEP
 
@@ -294,13 +294,14 @@ def test_cgm_em_mstep_weight_chosen_from_the_release_for_converged_em():
         model, row = pilot.refit(sim, start_l2, None), []
         for w in cands:
             model = cgm_em(truth.domain, sim, N=N, l2=float(w), stop="converged", init=model, max_iter=MSTEP_MAX_ITER,
-                           progress=False).model
+                           rtol=MSTEP_RTOL, accelerate=True, progress=False).model
             row.append(_joint_kl(pilot.model, model))
         ref.append(row)
     np.testing.assert_allclose(ch["mean_scores"], np.mean(ref, axis=0), rtol=1e-5)
     # and the final fit is converged EM at that weight from the naive start
     start = naive_mle(truth.domain, ys, N=N, l2=res.selection["l2"]["value"], tol=1e-4)
-    final = cgm_em(truth.domain, ys, N=N, l2=ch["value"], stop="converged", init=start.model, max_iter=MSTEP_MAX_ITER, progress=False)
+    final = cgm_em(truth.domain, ys, N=N, l2=ch["value"], stop="converged", init=start.model, max_iter=MSTEP_MAX_ITER,
+                   rtol=MSTEP_RTOL, accelerate=True, progress=False)
     for a, b in zip(res.model.factors, final.model.factors):
         np.testing.assert_allclose(a.values, b.values, atol=1e-9)
 
@@ -319,6 +320,24 @@ def test_release_chosen_mstep_weight_beats_the_iteration_rule_on_a_sparse_chain(
         naive = kl_divergence(truth, naive_mle(truth.domain, ys, N=1000).model)
         rule = kl_divergence(truth, cgm_em(truth.domain, ys, N=1000, l2="release", stop="converged", progress=False).model)
     assert rule < 0.95 * min(default, naive)
+
+
+def test_accelerated_em_reaches_plain_em_s_fixed_point_in_fewer_iterations():
+    truth = third_order_chain(5, 3, seed=2)
+    N = 5000.0
+    ys = _release(truth, int(N), 10.0, 3)
+    kw = dict(N=N, stop="converged", l2=0.1 / N, init_l2="calibrated", max_iter=2000, tol=1e-10, rtol=1e-12, progress=False)
+    plain = cgm_em(truth.domain, ys, **kw)
+    fast = cgm_em(truth.domain, ys, accelerate=True, **kw)
+    assert any(h.get("extrapolated") for h in fast.history) and len(fast.history) < len(plain.history)
+    assert "converged" in fast.history[-1]["stopped"] and "converged" in plain.history[-1]["stopped"]
+    # the same fixed point, to the precision EM's objective settles at (both stop when an iteration no longer
+    # raises it; a fixed point 1e-3 away in a marginal would give a KL near 1e-6)
+    for a, b in zip(infer(plain.model).factor_marginals(), infer(fast.model).factor_marginals()):
+        np.testing.assert_allclose(a.values, b.values, atol=1e-5)
+    assert kl_divergence(plain.model, fast.model) < 1e-7
+    with pytest.raises(ValueError, match="accelerate"):
+        cgm_em(truth.domain, ys, N=N, accelerate=True, progress=False)
 
 
 def test_a_release_chosen_mstep_weight_needs_em_run_to_convergence():
