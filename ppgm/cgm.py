@@ -1154,6 +1154,18 @@ def release_mstep_l2(ms: Sequence[Measurement], N: float, new_em: Callable[..., 
         ``value`` is the weight (per record); ``scores`` one row per simulated release, one column per
         candidate; ``decided`` is False when the lowest weight tried still scored best, and ``reason``
         says how many simulated runs stopped at ``max_iter``.
+
+    Examples
+    --------
+    >>> from ppgm.random_models import third_order_chain
+    >>> from ppgm.release_rule import simulated_release
+    >>> truth = third_order_chain(4, 3, seed=0)
+    >>> ms = simulated_release(truth, [Measurement(f.variables, np.zeros(f.values.shape), "laplace", 6.0)
+    ...                                for f in truth.factors], 2000, np.random.default_rng(1))
+    >>> res = cgm_em(truth.domain, ms, N=2000.0, l2="release", stop="converged", progress=False)
+    >>> ch = res.selection["mstep_l2"]                       # cgm_em calls release_mstep_l2
+    >>> len(ch["candidates"]) >= 4 and ch["value"] in ch["candidates"]
+    True
     """
     rng = as_generator(seed)
     sims = [simulated_release(pilot.model, ms, N, rng, pilot.calibration) for _ in range(n_boot)]
