@@ -741,10 +741,10 @@ class CGMEstimator(_NoisyTableEstimator):
     (True, True)
     """
 
-    def estimate(self, noisy_tables: NoisyTables, N: float | None = None, l2: float | None = None, estep: str = "dual",
-                 max_iter: int = 30, tol: float = 1e-6, progress: bool = True, init_l2: float | None = None,
-                 moment_match: bool = True, rtol: float = 1e-4, callback=None, stop: str = "release",
-                 seed=0) -> DiscreteMarkovNetwork:
+    def estimate(self, noisy_tables: NoisyTables, N: float | None = None, l2: float | str | None = None, estep: str = "dual",
+                 max_iter: int | None = None, tol: float = 1e-6, progress: bool = True, init_l2: float | None = None,
+                 moment_match: bool = True, rtol: float | None = None, callback=None, stop: str = "release",
+                 seed=0, accelerate: bool | None = None) -> DiscreteMarkovNetwork:
         """Run CGM-EM on the release (the arguments of :func:`ppgm.cgm.cgm_em`, whose docstring gives the
         defaults and what they were measured against).
 
@@ -754,11 +754,13 @@ class CGMEstimator(_NoisyTableEstimator):
             One table per clique of the model.
         N : float, optional
             The record count (default: the release's, or estimated from the tables' totals).
-        l2 : float, optional
-            M-step L2 weight per record (default: noise-aware).
+        l2 : float or "release", optional
+            M-step L2 weight per record (default: noise-aware); ``"release"`` with ``stop="converged"``:
+            chosen from the release for EM run to convergence (``ppgm.cgm.release_mstep_l2``, opt-in).
         estep : {"dual", "nlbp"}
         max_iter, tol, rtol
-            EM's stopping rule.
+            EM's stopping rule (defaults as :func:`ppgm.cgm.cgm_em`'s: 30 and 1e-4, or 200 and 1e-5 with
+            ``l2="release"``).
         progress : bool
         init_l2 : float or str, optional
             L2 weight of the starting naive fit (any ``l2`` of ``NaiveMLEEstimator.estimate``; default
@@ -771,6 +773,8 @@ class CGMEstimator(_NoisyTableEstimator):
             EM's iteration count chosen from the release (default), or EM run to ``tol`` / ``rtol``.
         seed : int or numpy.random.Generator
             Randomness of the release-based rules (same seed, same result).
+        accelerate : bool, optional
+            SQUAREM extrapolation of EM run to convergence (default: with ``l2="release"`` only).
 
         Returns
         -------
@@ -798,6 +802,7 @@ class CGMEstimator(_NoisyTableEstimator):
         dom, ms = self._inputs(noisy_tables)
         res = cgm_em(dom, ms, N=N, l2=l2, estep=estep, max_iter=max_iter, tol=tol, progress=progress,
                      init_l2=init_l2, moment_match=moment_match, rtol=rtol, tied=self.tied, stop=stop, seed=seed,
+                     accelerate=accelerate,
                      callback=None if callback is None else (lambda i, m, rec: callback(i, markov_to_pgmpy(m), rec)))
         self.history_ = res.history
         self.selection_ = res.selection

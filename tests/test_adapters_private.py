@@ -152,6 +152,22 @@ def test_estimators_return_pgmpy_networks_and_cgm_beats_naive():
     assert est.history_ and "change" in est.history_[-1]
 
 
+def test_cgm_estimator_passes_the_release_chosen_mstep_weight_through():
+    # the estimator's defaults must not override cgm_em's for this mode (200 iterations, rtol 1e-5, SQUAREM)
+    from ppgm.cgm import cgm_em
+
+    mn, df = _data()
+    rel = release_tables(df, mn, LaplaceMechanism(0.5), seed=5)
+    est = CGMEstimator(mn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = est.estimate(rel, l2="release", stop="converged", progress=False)
+        dom, ms = est._inputs(rel)
+        ref = cgm_em(dom, ms, l2="release", stop="converged", progress=False)
+    assert est.selection_["mstep_l2"] == ref.selection["mstep_l2"]
+    assert pa.kl_divergence(mn, fitted) == pytest.approx(pa.kl_divergence(mn, pa.markov_to_pgmpy(ref.model)), rel=1e-9)
+
+
 def test_tables_released_elsewhere_and_bad_input():
     mn, df = _data()
     exact = pa.contingency_tables(df, [f.variables for f in mn.get_factors()])
