@@ -1004,26 +1004,29 @@ def _em_loop_accelerated(em: "_EM", theta: np.ndarray, max_iter: int, tol: float
     spent = 0
     stopped = f"max_iter ({max_iter}) reached"
 
-    def step(t: np.ndarray) -> tuple[np.ndarray, bool]:
+    def advance(t: np.ndarray) -> tuple[np.ndarray, dict]:  # one EM iteration, counted whether kept or not
         nonlocal spent
         new, record = em.iterate(t)
         spent += 1
-        history.append(record)
         if tick is not None:
             tick(1)
+        return new, record
+
+    def keep(new: np.ndarray, record: dict) -> bool:  # an iteration joins the history: converged?
+        history.append(record)
         if callback is not None:
             callback(len(history), P.model(new), record)
-        return new, _em_converged(history, tol, rtol)
+        return _em_converged(history, tol, rtol)
 
     try:
         while spent < max_iter:
             t0 = theta
-            theta, done = step(t0)
-            if done or spent >= max_iter:
+            t1, record = advance(t0)
+            theta = t1
+            if keep(t1, record) or spent >= max_iter:
                 break
-            t1 = theta
-            theta, done = step(t1)
-            if done or spent >= max_iter:
+            theta, record = advance(t1)
+            if keep(theta, record) or spent >= max_iter:
                 break
             r, v = t1 - t0, theta - 2 * t1 + t0
             nv = float(np.sqrt(v @ v))
@@ -1031,20 +1034,14 @@ def _em_loop_accelerated(em: "_EM", theta: np.ndarray, max_iter: int, tol: float
             if a >= -1.0:  # no longer step than EM's own two
                 continue
             jump = t0 - 2 * a * r + a * a * v
-            saved, kept = copy.copy(em.__dict__), len(history)
+            saved, start = copy.copy(em.__dict__), history[-2]["objective"]
             if em.lam is not None and em.observation is None:
                 em.lam = em.lam + (jump - theta)
             em.next_log_z = None
-            new, record = em.iterate(jump)
-            spent += 1
-            if tick is not None:
-                tick(1)
-            if np.isfinite(new).all() and np.isfinite(record["objective"]) and record["objective"] >= history[kept - 2]["objective"]:
-                history.append({**record, "extrapolated": True})
+            new, record = advance(jump)
+            if np.isfinite(new).all() and np.isfinite(record["objective"]) and record["objective"] >= start:
                 theta = new
-                if callback is not None:
-                    callback(len(history), P.model(new), record)
-                if _em_converged(history, tol, rtol):
+                if keep(new, {**record, "extrapolated": True}):
                     break
             else:  # back to t2 and EM's state there
                 em.__dict__.update(saved)
@@ -1174,12 +1171,13 @@ def release_mstep_l2(ms: Sequence[Measurement], N: float, new_em: Callable[..., 
     weights: list = []
     columns: list = []
     capped = 0
+    loop = _em_loop_accelerated if accelerate else _em_loop
     while True:
         w = upper / STEP ** len(weights)
         column = []
         for b, ys in enumerate(sims):
-            thetas[b], history, _ = (_em_loop_accelerated if accelerate else _em_loop)(new_em(ys, w), thetas[b], max_iter, tol, rtol, None)
-            capped += int(len(history) == max_iter and not _em_converged(history, tol, rtol))
+            thetas[b], _, stopped = loop(new_em(ys, w), thetas[b], max_iter, tol, rtol, None)
+            capped += stopped.startswith("max_iter")  # the accelerated loop's history keeps fewer iterations than it ran
             column.append(pilot.score(P.model(thetas[b])))
         weights.append(w)
         columns.append(column)
