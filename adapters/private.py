@@ -756,10 +756,10 @@ class CGMEstimator(_NoisyTableEstimator):
             The record count (default: the release's, or estimated from the tables' totals).
         l2 : float or "release", optional
             M-step L2 weight per record (default: noise-aware); ``"release"`` with ``stop="converged"``:
-            chosen from the release for EM run to convergence (``ppgm.cgm.release_mstep_l2``, opt-in).
+            chosen from the release for EM run to convergence (``ppgm.em_rules.release_mstep_l2``, opt-in).
         estep : {"dual", "nlbp"}
         max_iter, tol, rtol
-            EM's stopping rule (defaults as :func:`ppgm.cgm.cgm_em`'s: 30 and 1e-4, or 200 and 1e-5 with
+            EM's stopping rule (defaults as :func:`ppgm.cgm.cgm_em`'s: 30 and 1e-4, or 200 and 1e-4 with
             ``l2="release"``).
         progress : bool
         init_l2 : float or str, optional
@@ -774,7 +774,7 @@ class CGMEstimator(_NoisyTableEstimator):
         seed : int or numpy.random.Generator
             Randomness of the release-based rules (same seed, same result).
         accelerate : bool, optional
-            SQUAREM extrapolation of EM run to convergence (default: with ``l2="release"`` only).
+            SQUAREM extrapolation of EM run to convergence (default off).
 
         Returns
         -------

@@ -23,7 +23,7 @@ the only curvature along the gauge directions, where L-BFGS spent its iterations
 
 Start and stop (the defaults): the naive MLE's L2 weight, CGM-EM's start, and the number of EM
 iterations are chosen from the release by simulating releases like it (``ppgm.release_rule``,
-:func:`release_l2`, :func:`release_iterations`): EM's MAP E-step converges to a point that overfits
+:func:`release_l2`, :func:`ppgm.em_rules.release_iterations`): EM's MAP E-step converges to a point that overfits
 the noise, or on sparse tables to one worse than its start, so the stopping time is a regulariser.
 The E-step runs with Laplace noise moment-matched to a Gaussian. ``docs/cgm_em.md`` and
 ``docs/regularisation.md`` hold what these defaults were measured against.
@@ -31,7 +31,6 @@ The E-step runs with Laplace noise moment-matched to a Gaussian. ``docs/cgm_em.m
 
 from __future__ import annotations
 
-import copy
 import warnings
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -51,8 +50,9 @@ from .measurement import Measurement
 from .krylov import pcg
 from .mle import CG_RTOL, FitResult, MarginalOracle, _armijo, fit_marginals, newton_applies
 from .projection import project_rows
-from .progress import ConvergenceWarning, logger, progress_bar
-from .release_rule import N_BOOT, STEP, Choice, UndecidedWarning, choose_l2, criterion_score, extrapolate, simulated_release, within_one_se
+from .progress import ConvergenceWarning, progress_bar
+from .em_rules import MSTEP_MAX_ITER, MSTEP_RTOL, _em_loop, _em_loop_accelerated, release_iterations, release_mstep_l2
+from .release_rule import N_BOOT, STEP, Choice, UndecidedWarning, choose_l2, criterion_score, extrapolate, simulated_release
 from .rng import as_generator
 from .tying import Tying
 
@@ -778,7 +778,7 @@ def cgm_em(
         (between 0.1 / N and 1 / N, growing with the noise). Without it the learned network drifts
         towards vanishing probabilities on cells whose expected counts come out near zero.
         ``"release"`` (with ``stop="converged"``): the weight is chosen from the release for EM run to
-        convergence (:func:`release_mstep_l2`; candidates from the noise-aware weight down), recorded in
+        convergence (:func:`ppgm.em_rules.release_mstep_l2`; candidates from the noise-aware weight down), recorded in
         ``selection["mstep_l2"]``. EM's fixed point then carries the regularisation instead of its
         stopping time (``docs/regularisation.md``); it costs several converged EM runs on simulated
         releases.
@@ -788,9 +788,9 @@ def cgm_em(
         EM stops after ``max_iter`` iterations (default 30; ``MSTEP_MAX_ITER`` = 200 with
         ``l2="release"``, which warns if EM has not converged by then), or earlier when the largest
         change of a clique marginal falls below ``tol`` or the objective grows by less than ``rtol``
-        (relative) in an iteration (default 1e-4; ``MSTEP_RTOL`` = 1e-5 with ``l2="release"``, whose
-        rule compares converged end points: at 1e-4 they still depend on the path enough to move its
-        choice). The iteration count matters for accuracy, not only for time: EM's path improves
+        (relative) in an iteration (default 1e-4, also ``MSTEP_RTOL`` with ``l2="release"``: at 1e-5
+        the rule's choices moved on one tuning cell but scored worse on the tuning and report cells,
+        ``docs/regularisation.md``). The iteration count matters for accuracy, not only for time: EM's path improves
         on its start, its end point overfits the noise (module docstring).
     damping, smoothing
         Settings of the ``"nlbp"`` E-step.
@@ -838,12 +838,12 @@ def cgm_em(
     seed : int or numpy.random.Generator
         Randomness of the release-based rules' simulated releases (same seed, same result).
     accelerate : bool, optional
-        Extrapolate EM's path (SQUAREM, :func:`_em_loop_accelerated`) when it runs to convergence;
-        default: with ``l2="release"`` only. Each cycle of two EM iterations proposes a jump along
+        Extrapolate EM's path (SQUAREM, :func:`ppgm.em_rules._em_loop_accelerated`) when it runs to convergence
+        (default off: at rtol 1e-4 it saved no time on the tuning cells). Each cycle of two EM iterations proposes a jump along
         their differences, kept when the objective has not fallen below the cycle's start.
     stop : {"release", "converged"}
         ``"release"`` (default): the number of EM iterations, at most ``max_iter``, is chosen from the
-        release (:func:`release_iterations`: EM run on releases simulated from the paper's naive fit,
+        release (:func:`ppgm.em_rules.release_iterations`: EM run on releases simulated from the paper's naive fit,
         scored against it; 0 returns the start). ``"converged"``: EM runs until ``tol`` / ``rtol`` or
         ``max_iter`` (the earlier default). EM's MAP E-step does not converge to a better model than its
         path: on sparse tables its fixed point is worse than its start at every M-step weight measured
@@ -881,7 +881,7 @@ def cgm_em(
                          f"a weight chosen from the release), got {l2!r} with stop={stop!r}")
     max_iter = (MSTEP_MAX_ITER if mstep_rule else 30) if max_iter is None else max_iter
     rtol = (MSTEP_RTOL if mstep_rule else 1e-4) if rtol is None else rtol
-    accelerate = mstep_rule if accelerate is None else checks.flag(accelerate, "accelerate")
+    accelerate = False if accelerate is None else checks.flag(accelerate, "accelerate")
     if accelerate and stop != "converged":
         raise ValueError("accelerate: extrapolation is for EM run to convergence (stop='converged'); the release-chosen "
                          "iteration count counts plain EM iterations")
@@ -965,243 +965,6 @@ def cgm_em(
         warnings.warn(f"CGM-EM: the last E-step ({estep}) stopped before its convergence test passed; the expected counts "
                       "are approximate (see history[-1]; for estep='nlbp' try more damping)", ConvergenceWarning, stacklevel=2)
     return CGMResult(P.model(theta), em.counts or [], N, history, selection)
-
-
-def _em_loop(em: "_EM", theta: np.ndarray, max_iter: int, tol: float, rtol: float, callback, tick=None) -> tuple:
-    """EM iterations from ``theta`` until ``max_iter``, convergence or a callback's StopIteration:
-    the parameters, the history and why it stopped."""
-    P = em.oracle.params
-    history: list = []
-    stopped = f"max_iter ({max_iter}) reached"
-    for _ in range(max_iter):
-        theta, record = em.iterate(theta)
-        history.append(record)
-        logger.debug("CGM-EM iteration %d: objective %.6g, largest marginal change %.3g", len(history), record["objective"], record["change"])
-        if tick is not None:
-            tick(1)
-        if callback is not None:
-            try:
-                callback(len(history), P.model(theta), record)
-            except StopIteration:
-                stopped = "callback raised StopIteration"
-                break
-        if _em_converged(history, tol, rtol):
-            stopped = "converged (marginal change below tol, or objective gain below rtol)"
-            break
-    return theta, history, stopped
-
-
-def _em_loop_accelerated(em: "_EM", theta: np.ndarray, max_iter: int, tol: float, rtol: float, callback, tick=None) -> tuple:
-    """:func:`_em_loop` with SQUAREM extrapolation (Varadhan and Roland 2008, step length -|r| / |v|): after
-    two EM iterations t0 -> t1 -> t2, with r = t1 - t0 and v = t2 - 2 t1 + t0, EM iterates once more from
-    t0 - 2 a r + a^2 v (a <= -1); the jump is kept when the objective there is at least the cycle's start,
-    otherwise EM's state returns to t2. The E-step's dual moves with the jump (theta - lambda stays where
-    the last E-step ended), so its warm start holds. Every EM iteration, kept or not, counts towards
-    ``max_iter``; the history keeps the accepted ones. Tuning (chain N = 1e4, eps 1, at the rule's rtol
-    1e-5): the release-chosen weight's whole fit 26.5 s -> 14.2 s, the same choice and end points."""
-    P = em.oracle.params
-    history: list = []
-    spent = 0
-    stopped = f"max_iter ({max_iter}) reached"
-
-    def advance(t: np.ndarray) -> tuple[np.ndarray, dict]:  # one EM iteration, counted whether kept or not
-        nonlocal spent
-        new, record = em.iterate(t)
-        spent += 1
-        if tick is not None:
-            tick(1)
-        return new, record
-
-    def keep(new: np.ndarray, record: dict) -> bool:  # an iteration joins the history: converged?
-        history.append(record)
-        if callback is not None:
-            callback(len(history), P.model(new), record)
-        return _em_converged(history, tol, rtol)
-
-    try:
-        while spent < max_iter:
-            t0 = theta
-            t1, record = advance(t0)
-            theta = t1
-            if keep(t1, record) or spent >= max_iter:
-                break
-            theta, record = advance(t1)
-            if keep(theta, record) or spent >= max_iter:
-                break
-            r, v = t1 - t0, theta - 2 * t1 + t0
-            nv = float(np.sqrt(v @ v))
-            a = -float(np.sqrt(r @ r)) / nv if nv > 0 else -1.0
-            if a >= -1.0:  # no longer step than EM's own two
-                continue
-            jump = t0 - 2 * a * r + a * a * v
-            saved, start = copy.copy(em.__dict__), history[-2]["objective"]
-            if em.lam is not None and em.observation is None:
-                em.lam = em.lam + (jump - theta)
-            em.next_log_z = None
-            new, record = advance(jump)
-            if np.isfinite(new).all() and np.isfinite(record["objective"]) and record["objective"] >= start:
-                theta = new
-                if keep(new, {**record, "extrapolated": True}):
-                    break
-            else:  # back to t2 and EM's state there
-                em.__dict__.update(saved)
-    except StopIteration:
-        return theta, history, "callback raised StopIteration"
-    if history and _em_converged(history, tol, rtol):
-        stopped = "converged (marginal change below tol, or objective gain below rtol)"
-    return theta, history, stopped
-
-
-RISE = 3  # a simulated EM run stops once its score has risen this many iterations past its minimum
-
-
-def release_iterations(ms: Sequence[Measurement], N: float, new_em: Callable[[Sequence[Measurement]], "_EM"], pilot: Pilot,
-                       start_l2: float, max_iter: int, tol: float, rtol: float, seed=0, n_boot: int = 2) -> Choice:
-    """CGM-EM's iteration count chosen from the release: EM (same settings) run on releases simulated
-    from the pilot, each from its naive fit at ``start_l2``, scored after every iteration by the
-    pilot's criterion (KL(pilot || model) by default); the count with the smallest mean score, or the
-    fewest within one standard error of it (0: the start).
-
-    Parameters
-    ----------
-    ms : sequence of Measurement
-        The release.
-    N : float
-    new_em : callable
-        ``new_em(tables)``: CGM-EM's E- and M-steps, with the fit's settings, for a release.
-    pilot : Pilot
-    start_l2 : float
-        The naive start's weight.
-    max_iter, tol, rtol
-        EM's stopping rule (the count chosen is at most ``max_iter``).
-    seed : int or numpy.random.Generator
-    n_boot : int
-
-    Returns
-    -------
-    Choice
-        ``value`` is the iteration count; ``scores`` one row per simulated release (column t: after t
-        iterations; a run stopped early keeps its last score).
-    """
-    rng = as_generator(seed)
-    curves = []
-    for _ in range(n_boot):
-        ys = simulated_release(pilot.model, ms, N, rng, pilot.calibration)
-        start = pilot.refit(ys, start_l2, None)
-        curve = [pilot.score(start)]
-
-        def watch(t, model, record, curve=curve):
-            curve.append(pilot.score(model))
-            if len(curve) - 1 - int(np.argmin(curve)) >= RISE:
-                raise StopIteration
-
-        em = new_em(ys)
-        _em_loop(em, em.oracle.params.join([f.values for f in start.factors]), max_iter, tol, rtol, watch)
-        curves.append(curve)
-    width = max(len(c) for c in curves)
-    s = np.array([c + [c[-1]] * (width - len(c)) for c in curves])
-    best = int(np.argmin(s.mean(axis=0)))
-    j = within_one_se(s, best)  # fewer iterations within one standard error (paired)
-    if j is None:
-        return Choice(float(best), np.arange(width, dtype=float), s, True, "smallest mean score of the EM iterate against the pilot",
-                      criterion=pilot.criterion)
-    return Choice(float(j), np.arange(width, dtype=float), s, True, "fewest iterations within one standard error of the best",
-                  criterion=pilot.criterion)
-
-
-MSTEP_CANDIDATES = 4  # M-step weights tried from noise_aware_l2 down in half-decades (more while the lowest is best)
-MSTEP_EXTEND = 2  # at most this many more half-decades below them
-MSTEP_MAX_ITER = 200  # EM's iteration cap when it runs to convergence at a release-chosen M-step weight
-MSTEP_RTOL = 1e-5  # and its objective tolerance (tuning: chain N = 1e4, eps 1 chose 0.1x at 1e-4, 0.3x at 1e-5 and 1e-6)
-
-
-def release_mstep_l2(ms: Sequence[Measurement], N: float, new_em: Callable[..., "_EM"], pilot: Pilot, start_l2: float,
-                     upper: float, max_iter: int, tol: float, rtol: float, seed=0, n_boot: int = 2,
-                     accelerate: bool = True) -> Choice:
-    """CGM-EM's M-step weight chosen from the release, for EM run to convergence: on releases simulated
-    from the pilot, EM from the naive fit at ``start_l2`` runs to convergence at each candidate weight
-    (``upper`` down in half-decades; each candidate starts where the previous one converged, a path of
-    weights), and each end point is scored against the pilot (KL(pilot || model) by default); the weight
-    with the smallest mean score. The lattice grows downwards, up to ``MSTEP_EXTEND`` half-decades,
-    while its lowest weight scores best.
-
-    Parameters
-    ----------
-    ms : sequence of Measurement
-        The release.
-    N : float
-    new_em : callable
-        ``new_em(tables, l2)``: CGM-EM's E- and M-steps, with the fit's settings, for a release and an
-        M-step weight.
-    pilot : Pilot
-    start_l2 : float
-        The naive start's weight.
-    upper : float
-        The largest candidate (CGM-EM passes :func:`noise_aware_l2`).
-    max_iter, tol, rtol
-        EM's stopping rule in each simulated run.
-    seed : int or numpy.random.Generator
-    n_boot : int
-    accelerate : bool
-        Run the simulated EM with :func:`_em_loop_accelerated`.
-
-    Returns
-    -------
-    Choice
-        ``value`` is the weight (per record); ``scores`` one row per simulated release, one column per
-        candidate; ``decided`` is False when the lowest weight tried still scored best, and ``reason``
-        says how many simulated runs stopped at ``max_iter``.
-
-    Examples
-    --------
-    >>> from ppgm.random_models import third_order_chain
-    >>> from ppgm.release_rule import simulated_release
-    >>> truth = third_order_chain(4, 3, seed=0)
-    >>> ms = simulated_release(truth, [Measurement(f.variables, np.zeros(f.values.shape), "laplace", 6.0)
-    ...                                for f in truth.factors], 2000, np.random.default_rng(1))
-    >>> res = cgm_em(truth.domain, ms, N=2000.0, l2="release", stop="converged", progress=False)
-    >>> ch = res.selection["mstep_l2"]                       # cgm_em calls release_mstep_l2
-    >>> len(ch["candidates"]) >= 4 and ch["value"] in ch["candidates"]
-    True
-    """
-    rng = as_generator(seed)
-    sims = [simulated_release(pilot.model, ms, N, rng, pilot.calibration) for _ in range(n_boot)]
-    P = pilot.oracle.params
-    thetas = [P.join([f.values for f in pilot.refit(ys, start_l2, None).factors]) for ys in sims]
-    weights: list = []
-    columns: list = []
-    capped = 0
-    loop = _em_loop_accelerated if accelerate else _em_loop
-    while True:
-        w = upper / STEP ** len(weights)
-        column = []
-        for b, ys in enumerate(sims):
-            thetas[b], _, stopped = loop(new_em(ys, w), thetas[b], max_iter, tol, rtol, None)
-            capped += stopped.startswith("max_iter")  # the accelerated loop's history keeps fewer iterations than it ran
-            column.append(pilot.score(P.model(thetas[b])))
-        weights.append(w)
-        columns.append(column)
-        means = np.mean(columns, axis=1)
-        lowest_best = int(np.argmin(means)) == len(weights) - 1
-        if len(weights) >= MSTEP_CANDIDATES and (not lowest_best or len(weights) >= MSTEP_CANDIDATES + MSTEP_EXTEND):
-            break
-    best = int(np.argmin(means))
-    decided = not (best == len(weights) - 1 and len(weights) >= MSTEP_CANDIDATES + MSTEP_EXTEND)
-    reason = "smallest mean score of converged EM against the pilot"
-    if capped:
-        reason += f" ({capped} of {len(weights) * n_boot} simulated runs stopped at max_iter)"
-    return Choice(float(weights[best]), np.array(weights), np.array(columns).T, decided, reason, criterion=pilot.criterion)
-
-
-def _em_converged(history: list, tol: float, rtol: float) -> bool:
-    """Stop when the largest marginal change is below ``tol`` or the objective gains less than
-    ``rtol`` (relative) in an iteration."""
-    if history[-1]["change"] < tol:
-        return True
-    if len(history) > 1 and np.isfinite(history[-1]["objective"]):
-        gain = history[-1]["objective"] - history[-2]["objective"]
-        return bool(gain < rtol * abs(history[-1]["objective"]))
-    return False
 
 
 @dataclass

@@ -1,0 +1,135 @@
+"""EM's loops and release-based rules (ppgm.em_rules): the iteration count and the M-step weight chosen
+from the release, and SQUAREM's extrapolated loop."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from ppgm import contingency_tables, infer, kl_divergence, sample
+from ppgm.cgm import cgm_em, naive_mle
+from ppgm.random_models import pairwise_dirichlet, third_order_chain
+from ppgm.release_rule import UndecidedWarning, simulated_release
+
+from conftest import laplace_release as _release
+
+
+def test_cgm_em_iterations_chosen_from_the_release():
+    truth = pairwise_dirichlet([(0, 1), (1, 2), (2, 3), (0, 3)], 4, 3, alpha=2.0, seed=5)
+    N = 20_000
+    ys = _release(truth, N, 40.0, 7)
+    res = cgm_em(truth.domain, ys, N=N, progress=False, max_iter=12)
+    it = res.selection["iterations"]
+    assert set(res.selection) == {"l2", "iterations"}
+    assert 0 <= it["value"] <= 12 and it["value"] == int(it["value"])
+    scores = np.array(it["mean_scores"])
+    assert scores[int(it["value"])] <= scores[0] + 1e-12  # never chosen worse than the start in the simulation
+    n_iter = int(it["value"])
+    assert len(res.history) == max(n_iter, 1) and "stopped" in res.history[-1]
+    again = cgm_em(truth.domain, ys, N=N, progress=False, max_iter=12)
+    np.testing.assert_array_equal(again.model.factors[0].values, res.model.factors[0].values)
+
+
+def test_zero_iterations_return_the_start():
+    truth = pairwise_dirichlet([(0, 1), (1, 2)], 3, 3, alpha=1e6, seed=7)
+    ys = _release(truth, 500, 50.0, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndecidedWarning)
+        res = cgm_em(truth.domain, ys, N=500, progress=False)
+        start = naive_mle(truth.domain, ys, N=500, tol=1e-4)
+    if res.selection["iterations"]["value"] == 0:
+        assert "0 iterations" in res.history[-1]["stopped"]
+        for a, b in zip(res.model.factors, start.model.factors):
+            np.testing.assert_allclose(a.values, b.values, atol=1e-12)
+    else:  # the rule found EM helpful here: the history is EM's
+        assert res.history[0]["estep_evals"] > 0
+
+
+def _joint_kl(p, q) -> float:
+    """KL(p || q) by enumerating the joint table of two small models (an independent scorer)."""
+    lp, lq = p.joint_log_table(), q.joint_log_table()
+    lp, lq = lp - np.logaddexp.reduce(lp.ravel()), lq - np.logaddexp.reduce(lq.ravel())
+    return float(np.sum(np.exp(lp) * (lp - lq)))
+
+
+def test_cgm_em_mstep_weight_chosen_from_the_release_for_converged_em():
+    from ppgm.cgm import Pilot, noise_aware_l2, release_l2
+    from ppgm.em_rules import MSTEP_MAX_ITER, MSTEP_RTOL
+    from ppgm.mle import MarginalOracle
+    from ppgm.release_rule import STEP
+
+    truth = pairwise_dirichlet([(0, 1), (1, 2), (2, 3)], 4, 3, alpha=0.3, seed=3)
+    N = 2000.0
+    ys = _release(truth, int(N), 6.0, 4)
+    res = cgm_em(truth.domain, ys, N=N, l2="release", stop="converged", progress=False)
+    ch = res.selection["mstep_l2"]
+    assert set(res.selection) == {"l2", "mstep_l2"}
+    top = noise_aware_l2(ys, N)
+    cands = np.array(ch["candidates"])
+    np.testing.assert_allclose(cands, top / STEP ** np.arange(cands.size))  # half-decades down from the noise-aware weight
+    assert 4 <= cands.size <= 6 and ch["value"] == cands[int(np.argmin(ch["mean_scores"]))]
+    assert "converged" in res.history[-1]["stopped"] and len(res.history) < MSTEP_MAX_ITER
+    # the same scores from the public API: each simulated release's EM path of weights, run by cgm_em itself
+    # from the previous weight's end point, scored by enumerating the joint tables
+    oracle = MarginalOracle(truth.domain, [m.variables for m in ys])
+    pilot = Pilot.of(truth.domain, ys, N, oracle=oracle)
+    start_l2 = release_l2(truth.domain, ys, N, seed=0, pilot=pilot).value
+    rng = np.random.default_rng(0)
+    ref = []
+    for sim in [simulated_release(pilot.model, ys, N, rng, pilot.calibration) for _ in range(2)]:
+        model, row = pilot.refit(sim, start_l2, None), []
+        for w in cands:
+            model = cgm_em(truth.domain, sim, N=N, l2=float(w), stop="converged", init=model, max_iter=MSTEP_MAX_ITER,
+                           rtol=MSTEP_RTOL, progress=False).model
+            row.append(_joint_kl(pilot.model, model))
+        ref.append(row)
+    np.testing.assert_allclose(ch["mean_scores"], np.mean(ref, axis=0), rtol=1e-5)
+    # and the final fit is converged EM at that weight from the naive start
+    start = naive_mle(truth.domain, ys, N=N, l2=res.selection["l2"]["value"], tol=1e-4)
+    final = cgm_em(truth.domain, ys, N=N, l2=ch["value"], stop="converged", init=start.model, max_iter=MSTEP_MAX_ITER,
+                   rtol=MSTEP_RTOL, progress=False)
+    for a, b in zip(res.model.factors, final.model.factors):
+        np.testing.assert_allclose(a.values, b.values, atol=1e-9)
+
+
+def test_release_chosen_mstep_weight_beats_the_iteration_rule_on_a_sparse_chain():
+    # a tuning cell of docs/regularisation.md (sparse chain, N = 1,000, eps = 1) where EM stopped by the
+    # iteration rule is no better than its start and converged EM at a smaller weight is
+    truth = pairwise_dirichlet([(i, i + 1) for i in range(9)], 10, 6, alpha=0.1, seed=7)
+    rng = np.random.default_rng([0, 1000, 1000])
+    from ppgm.mechanisms import LaplaceMechanism
+
+    ys = LaplaceMechanism(1.0).release(contingency_tables(sample(truth, 1000, seed=rng), truth.domain, truth.scopes), seed=rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        default = kl_divergence(truth, cgm_em(truth.domain, ys, N=1000, progress=False).model)
+        naive = kl_divergence(truth, naive_mle(truth.domain, ys, N=1000).model)
+        rule = kl_divergence(truth, cgm_em(truth.domain, ys, N=1000, l2="release", stop="converged", progress=False).model)
+    assert rule < 0.95 * min(default, naive)
+
+
+def test_accelerated_em_reaches_plain_em_s_fixed_point_in_fewer_iterations():
+    truth = third_order_chain(5, 3, seed=2)
+    N = 5000.0
+    ys = _release(truth, int(N), 10.0, 3)
+    kw = dict(N=N, stop="converged", l2=0.1 / N, init_l2="calibrated", max_iter=2000, tol=1e-10, rtol=1e-12, progress=False)
+    plain = cgm_em(truth.domain, ys, **kw)
+    fast = cgm_em(truth.domain, ys, accelerate=True, **kw)
+    assert any(h.get("extrapolated") for h in fast.history) and len(fast.history) < len(plain.history)
+    assert "converged" in fast.history[-1]["stopped"] and "converged" in plain.history[-1]["stopped"]
+    # the same fixed point, to the precision EM's objective settles at (both stop when an iteration no longer
+    # raises it; a fixed point 1e-3 away in a marginal would give a KL near 1e-6)
+    for a, b in zip(infer(plain.model).factor_marginals(), infer(fast.model).factor_marginals()):
+        np.testing.assert_allclose(a.values, b.values, atol=1e-5)
+    assert kl_divergence(plain.model, fast.model) < 1e-7
+    with pytest.raises(ValueError, match="accelerate"):
+        cgm_em(truth.domain, ys, N=N, accelerate=True, progress=False)
+
+
+def test_a_release_chosen_mstep_weight_needs_em_run_to_convergence():
+    truth = pairwise_dirichlet([(0, 1), (1, 2)], 3, 3, alpha=1.0, seed=1)
+    ys = _release(truth, 1000, 5.0, 2)
+    with pytest.raises(ValueError, match="l2: .*stop='converged'"):
+        cgm_em(truth.domain, ys, N=1000, l2="release", progress=False)
+    with pytest.raises(ValueError, match="l2: "):
+        cgm_em(truth.domain, ys, N=1000, l2="calibrated", stop="converged", progress=False)
