@@ -54,7 +54,7 @@ def _joint_kl(p, q) -> float:
 
 def test_cgm_em_mstep_weight_chosen_from_the_release_for_converged_em():
     from ppgm.cgm import Pilot, noise_aware_l2, release_l2
-    from ppgm.em_rules import MSTEP_MAX_ITER, MSTEP_RTOL
+    from ppgm.em_rules import MSTEP_BOOT, MSTEP_CANDIDATES, MSTEP_MAX_ITER, MSTEP_RTOL
     from ppgm.mle import MarginalOracle
     from ppgm.release_rule import STEP
 
@@ -67,7 +67,10 @@ def test_cgm_em_mstep_weight_chosen_from_the_release_for_converged_em():
     top = noise_aware_l2(ys, N)
     cands = np.array(ch["candidates"])
     np.testing.assert_allclose(cands, top / STEP ** np.arange(cands.size))  # half-decades down from the noise-aware weight
-    assert 4 <= cands.size <= 6 and ch["value"] == cands[int(np.argmin(ch["mean_scores"]))]
+    best = int(np.argmin(ch["mean_scores"]))
+    assert ch["value"] == cands[best] and ch["decided"]
+    # the path stops one weight past the lowest best one, and never before MSTEP_CANDIDATES weights
+    assert cands.size == max(MSTEP_CANDIDATES, best + 2)
     assert "converged" in res.history[-1]["stopped"] and len(res.history) < MSTEP_MAX_ITER
     # the same scores from the public API: each simulated release's EM path of weights, run by cgm_em itself
     # from the previous weight's end point, scored by enumerating the joint tables
@@ -76,7 +79,7 @@ def test_cgm_em_mstep_weight_chosen_from_the_release_for_converged_em():
     start_l2 = release_l2(truth.domain, ys, N, seed=0, pilot=pilot).value
     rng = np.random.default_rng(0)
     ref = []
-    for sim in [simulated_release(pilot.model, ys, N, rng, pilot.calibration) for _ in range(2)]:
+    for sim in [simulated_release(pilot.model, ys, N, rng, pilot.calibration) for _ in range(MSTEP_BOOT)]:
         model, row = pilot.refit(sim, start_l2, None), []
         for w in cands:
             model = cgm_em(truth.domain, sim, N=N, l2=float(w), stop="converged", init=model, max_iter=MSTEP_MAX_ITER,
@@ -106,6 +109,24 @@ def test_release_chosen_mstep_weight_beats_the_iteration_rule_on_a_sparse_chain(
         naive = kl_divergence(truth, naive_mle(truth.domain, ys, N=1000).model)
         rule = kl_divergence(truth, cgm_em(truth.domain, ys, N=1000, l2="release", stop="converged", progress=False).model)
     assert rule < 0.95 * min(default, naive)
+
+
+def test_a_path_whose_lowest_weight_keeps_winning_ends_undecided_and_says_so():
+    # a tuning cell (sparse chain, N = 10,000, eps = 0.1) where the simulations ask for ever smaller weights:
+    # the lattice runs to its end, the lowest weight is returned and flagged
+    from ppgm.cgm import noise_aware_l2
+    from ppgm.em_rules import MSTEP_CANDIDATES, MSTEP_EXTEND
+    from ppgm.mechanisms import LaplaceMechanism
+
+    truth = pairwise_dirichlet([(i, i + 1) for i in range(9)], 10, 6, alpha=0.1, seed=7)
+    rng = np.random.default_rng([0, 10_000, 100])
+    ys = LaplaceMechanism(0.1).release(contingency_tables(sample(truth, 10_000, seed=rng), truth.domain, truth.scopes), seed=rng)
+    with pytest.warns(UndecidedWarning, match="lowest M-step weight"):
+        res = cgm_em(truth.domain, ys, N=10_000, l2="release", stop="converged", progress=False)
+    ch = res.selection["mstep_l2"]
+    assert not ch["decided"] and len(ch["candidates"]) == MSTEP_CANDIDATES + MSTEP_EXTEND
+    assert ch["value"] == min(ch["candidates"]) and int(np.argmin(ch["mean_scores"])) == len(ch["candidates"]) - 1
+    assert ch["value"] < noise_aware_l2(ys, 10_000) / 100
 
 
 def test_accelerated_em_reaches_plain_em_s_fixed_point_in_fewer_iterations():
