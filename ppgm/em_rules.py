@@ -1,27 +1,66 @@
 """EM's loops and the release-based rules of CGM-EM (:func:`ppgm.cgm.cgm_em`): how long EM runs and at
 which M-step weight, chosen by simulating releases like the one at hand from the pilot
-(``ppgm.release_rule``). The loops take an ``em`` object with ``iterate(theta) -> (theta, record)``
-(``ppgm.cgm._EM``); the rules take a ``new_em`` factory of them, so this module needs nothing of
-CGM-EM's steps. ``docs/regularisation.md`` holds what the rules were measured against.
+(``ppgm.release_rule``). The loops take an object with CGM-EM's steps (:class:`EMSteps`, ``ppgm.cgm``'s
+``_EM``); the rules take a factory of them and the pilot (:class:`PilotLike`, ``ppgm.cgm.Pilot``), so this
+module imports nothing of CGM-EM. ``docs/regularisation.md`` holds what the rules were measured against.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from .junction_tree import Calibration
+from .markov import MarkovNetwork
 from .measurement import Measurement
+from .mle import MarginalOracle
 from .progress import logger
 from .release_rule import STEP, Choice, simulated_release, within_one_se
 from .rng import as_generator
 
-if TYPE_CHECKING:  # annotations only: cgm imports this module
-    from .cgm import _EM, Pilot
+
+class EMSteps(Protocol):
+    """What the loops need of CGM-EM's E- and M-steps: one iteration, the oracle, and the E-step's dual
+    state that an extrapolated jump moves (``ppgm.cgm._EM``)."""
+
+    lam: Any
+    next_log_z: Any
+
+    @property
+    def oracle(self) -> MarginalOracle: ...
+
+    @property
+    def observation(self) -> Any: ...
+
+    def iterate(self, theta: np.ndarray) -> tuple[np.ndarray, dict]: ...
 
 
-def _em_loop(em: "_EM", theta: np.ndarray, max_iter: int, tol: float, rtol: float, callback, tick=None) -> tuple:
+class PilotLike(Protocol):
+    """What the rules need of the pilot (``ppgm.cgm.Pilot``): the simulated truth, its calibration, the
+    naive refit, the score against it and its oracle."""
+
+    @property
+    def model(self) -> MarkovNetwork: ...
+
+    @property
+    def calibration(self) -> Calibration: ...
+
+    @property
+    def oracle(self) -> MarginalOracle: ...
+
+    @property
+    def criterion(self) -> str: ...
+
+    @property
+    def refit(self) -> Callable: ...
+
+    @property
+    def score(self) -> Callable: ...
+
+
+def _em_loop(em: EMSteps, theta: np.ndarray, max_iter: int, tol: float, rtol: float, callback, tick=None) -> tuple:
     """EM iterations from ``theta`` until ``max_iter``, convergence or a callback's StopIteration:
     the parameters, the history and why it stopped."""
     P = em.oracle.params
@@ -45,7 +84,7 @@ def _em_loop(em: "_EM", theta: np.ndarray, max_iter: int, tol: float, rtol: floa
     return theta, history, stopped
 
 
-def _em_loop_accelerated(em: "_EM", theta: np.ndarray, max_iter: int, tol: float, rtol: float, callback, tick=None) -> tuple:
+def _em_loop_accelerated(em: EMSteps, theta: np.ndarray, max_iter: int, tol: float, rtol: float, callback, tick=None) -> tuple:
     """:func:`_em_loop` with SQUAREM extrapolation (Varadhan and Roland 2008, step length -|r| / |v|): after
     two EM iterations t0 -> t1 -> t2, with r = t1 - t0 and v = t2 - 2 t1 + t0, EM iterates once more from
     t0 - 2 a r + a^2 v (a <= -1); the jump is kept when the objective there is at least the cycle's start,
@@ -109,7 +148,7 @@ def _em_loop_accelerated(em: "_EM", theta: np.ndarray, max_iter: int, tol: float
 RISE = 3  # a simulated EM run stops once its score has risen this many iterations past its minimum
 
 
-def release_iterations(ms: Sequence[Measurement], N: float, new_em: Callable[[Sequence[Measurement]], "_EM"], pilot: Pilot,
+def release_iterations(ms: Sequence[Measurement], N: float, new_em: Callable[..., EMSteps], pilot: PilotLike,
                        start_l2: float, max_iter: int, tol: float, rtol: float, seed=0, n_boot: int = 2) -> Choice:
     """CGM-EM's iteration count chosen from the release: EM (same settings) run on releases simulated
     from the pilot, each from its naive fit at ``start_l2``, scored after every iteration by the
@@ -123,7 +162,7 @@ def release_iterations(ms: Sequence[Measurement], N: float, new_em: Callable[[Se
     N : float
     new_em : callable
         ``new_em(tables)``: CGM-EM's E- and M-steps, with the fit's settings, for a release.
-    pilot : Pilot
+    pilot : PilotLike
     start_l2 : float
         The naive start's weight.
     max_iter, tol, rtol
@@ -170,7 +209,7 @@ MSTEP_MAX_ITER = 200  # EM's iteration cap when it runs to convergence at a rele
 MSTEP_RTOL = 1e-4  # and its objective tolerance (1e-5 scored worse on tuning and report cells: docs/regularisation.md)
 
 
-def release_mstep_l2(ms: Sequence[Measurement], N: float, new_em: Callable[..., "_EM"], pilot: Pilot, start_l2: float,
+def release_mstep_l2(ms: Sequence[Measurement], N: float, new_em: Callable[..., EMSteps], pilot: PilotLike, start_l2: float,
                      upper: float, max_iter: int, tol: float, rtol: float, seed=0, n_boot: int = MSTEP_BOOT,
                      accelerate: bool = False) -> Choice:
     """CGM-EM's M-step weight chosen from the release, for EM run to convergence: on releases simulated
@@ -190,7 +229,7 @@ def release_mstep_l2(ms: Sequence[Measurement], N: float, new_em: Callable[..., 
     new_em : callable
         ``new_em(tables, l2)``: CGM-EM's E- and M-steps, with the fit's settings, for a release and an
         M-step weight.
-    pilot : Pilot
+    pilot : PilotLike
     start_l2 : float
         The naive start's weight.
     upper : float
