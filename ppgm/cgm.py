@@ -51,7 +51,7 @@ from .krylov import pcg
 from .mle import CG_RTOL, FitResult, MarginalOracle, _armijo, fit_marginals, newton_applies
 from .projection import project_rows
 from .progress import ConvergenceWarning, progress_bar
-from .em_rules import MSTEP_MAX_ITER, MSTEP_RTOL, _em_loop, _em_loop_accelerated, release_iterations, release_mstep_l2
+from .em_rules import MSTEP_MAX_ITER, MSTEP_RTOL, _em_loop, release_iterations, release_mstep_l2
 from .release_rule import N_BOOT, STEP, Choice, UndecidedWarning, choose_l2, criterion_score, extrapolate, simulated_release
 from .rng import as_generator
 from .tying import Tying
@@ -838,7 +838,7 @@ def cgm_em(
     seed : int or numpy.random.Generator
         Randomness of the release-based rules' simulated releases (same seed, same result).
     accelerate : bool, optional
-        Extrapolate EM's path (SQUAREM, :func:`ppgm.em_rules._em_loop_accelerated`) when it runs to convergence
+        Extrapolate EM's path (SQUAREM, :func:`ppgm.em_rules._em_loop`) when it runs to convergence
         (default off: the release-chosen weight's figures in ``docs/regularisation.md`` are without it;
         at rtol 1e-5 it halved the rule's time on a tuning cell). Each cycle of two EM iterations proposes a jump along
         their differences, kept when the objective has not fallen below the cycle's start.
@@ -950,8 +950,7 @@ def cgm_em(
     theta = P.join([f.values for f in init.factors])
     em = new_em(ms)
     bar = progress_bar(total=max_iter, desc="CGM-EM", enabled=progress)
-    loop = _em_loop_accelerated if accelerate else _em_loop
-    theta, history, stopped = loop(em, theta, max_iter, tol, rtol, callback, bar.update)
+    theta, history, stopped = _em_loop(em, theta, max_iter, tol, rtol, callback, bar.update, accelerate=accelerate)
     bar.close()
     if stop == "release" and len(history) == max_iter:
         stopped = f"the {max_iter} iterations chosen from the release (selection['iterations'])"
