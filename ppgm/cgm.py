@@ -938,7 +938,8 @@ def cgm_em(
         weight_l2 = weight.value
         if not weight.decided:
             warnings.warn(f"CGM-EM: the lowest M-step weight tried ({weight_l2:.3g} per record) scored best in the simulated "
-                          "releases; the rule could not decide (selection['mstep_l2'])", UndecidedWarning, stacklevel=2)
+                          "releases, still falling (not flat); the rule could not decide (selection['mstep_l2'])",
+                          UndecidedWarning, stacklevel=2)
 
     if stop == "release":
         assert pilot is not None  # built above whenever stop is "release"

@@ -111,22 +111,56 @@ def test_release_chosen_mstep_weight_beats_the_iteration_rule_on_a_sparse_chain(
     assert rule < 0.95 * min(default, naive)
 
 
-def test_a_path_whose_lowest_weight_keeps_winning_ends_undecided_and_says_so():
-    # a tuning cell (sparse chain, N = 10,000, eps = 0.1) where the simulations ask for ever smaller weights:
-    # the lattice runs to its end, the lowest weight is returned and flagged
-    from ppgm.cgm import noise_aware_l2
-    from ppgm.em_rules import MSTEP_CANDIDATES, MSTEP_EXTEND
+def _sparse_release_eps01():
+    # a tuning cell (sparse chain, N = 10,000, eps = 0.1) where the simulations ask for ever smaller weights
     from ppgm.mechanisms import LaplaceMechanism
 
     truth = pairwise_dirichlet([(i, i + 1) for i in range(9)], 10, 6, alpha=0.1, seed=7)
     rng = np.random.default_rng([0, 10_000, 100])
     ys = LaplaceMechanism(0.1).release(contingency_tables(sample(truth, 10_000, seed=rng), truth.domain, truth.scopes), seed=rng)
+    return truth, ys
+
+
+def test_a_path_whose_lowest_weight_keeps_winning_ends_undecided_and_says_so(monkeypatch):
+    # without the flatness stop the lattice runs to its end: the lowest weight is returned and flagged
+    from ppgm import em_rules
+    from ppgm.cgm import noise_aware_l2
+    from ppgm.em_rules import MSTEP_CANDIDATES, MSTEP_EXTEND
+
+    truth, ys = _sparse_release_eps01()
+    monkeypatch.setattr(em_rules, "MSTEP_FLAT", 0.0)
     with pytest.warns(UndecidedWarning, match="lowest M-step weight"):
         res = cgm_em(truth.domain, ys, N=10_000, l2="release", stop="converged", progress=False)
     ch = res.selection["mstep_l2"]
     assert not ch["decided"] and len(ch["candidates"]) == MSTEP_CANDIDATES + MSTEP_EXTEND
     assert ch["value"] == min(ch["candidates"]) and int(np.argmin(ch["mean_scores"])) == len(ch["candidates"]) - 1
     assert ch["value"] < noise_aware_l2(ys, 10_000) / 100
+
+
+def test_a_flat_path_is_decided_and_lower_weights_change_little(monkeypatch):
+    # the same cell at the default flatness stop: the path ends where its last half-decade gained under
+    # MSTEP_FLAT of the score, without a warning; running the lattice four half-decades further (no
+    # flatness stop) moves the fit's KL to the truth by under 2%, which is what "flat" promises
+    from ppgm import em_rules
+    from ppgm.em_rules import MSTEP_FLAT
+
+    truth, ys = _sparse_release_eps01()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UndecidedWarning)
+        res = cgm_em(truth.domain, ys, N=10_000, l2="release", stop="converged", progress=False)
+    ch = res.selection["mstep_l2"]
+    s = np.array(ch["mean_scores"])
+    assert ch["decided"] and "flat" in ch["reason"] and ch["value"] == min(ch["candidates"])
+    gains = (s[:-1] - s[1:]) / s[1:]
+    assert gains[-1] < MSTEP_FLAT and (gains[:-1] >= MSTEP_FLAT).all()  # stopped at the first flat half-decade
+    monkeypatch.setattr(em_rules, "MSTEP_FLAT", 0.0)
+    monkeypatch.setattr(em_rules, "MSTEP_EXTEND", em_rules.MSTEP_EXTEND + 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndecidedWarning)
+        longer = cgm_em(truth.domain, ys, N=10_000, l2="release", stop="converged", progress=False)
+    assert longer.selection["mstep_l2"]["value"] < ch["value"] / 10
+    kl, kl_longer = kl_divergence(truth, res.model), kl_divergence(truth, longer.model)
+    assert abs(kl_longer - kl) < 0.02 * kl
 
 
 def test_accelerated_em_reaches_plain_em_s_fixed_point_in_fewer_iterations():
