@@ -248,9 +248,9 @@ class MarginalOracle:
             return log_z, self.params.join(mus)
         if self._gather is not None:
             cell_of_param, param_of_cell = self._gather
-            cal = self.tree.calibrate_flat(x[param_of_cell])  # type: ignore[union-attr]  # exact: the tree exists
+            cal = self.tree.calibrate_flat(x[param_of_cell], overwrite=True)  # type: ignore[union-attr]  # exact: the tree exists
             return cal.log_z, cal.flat_beliefs[cell_of_param]
-        cal = self.tree.calibrate_flat(self._to_cells(x))  # type: ignore[union-attr]  # exact: the tree exists
+        cal = self.tree.calibrate_flat(self._to_cells(x), overwrite=True)  # type: ignore[union-attr]  # exact: the tree exists
         return cal.log_z, self._to_params(cal.flat_beliefs)
 
     def _to_cells(self, x: np.ndarray) -> np.ndarray:

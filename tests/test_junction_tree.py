@@ -4,6 +4,7 @@ from conftest import brute_log_z, brute_marginal, indicator_moments, small_marko
 from hypothesis import HealthCheck, given, settings
 
 from ppgm import Domain, Factor, JunctionTree, JunctionTreeTooLarge, MarkovNetwork, infer
+from ppgm.junction_tree import SCALED_RANGE
 from ppgm.random_models import grid, pairwise_dirichlet, third_order_chain
 
 
@@ -186,6 +187,36 @@ def test_batched_log_schedule_matches_the_per_clique_scaled_one_on_a_deep_tree()
     for a, b in zip(batched.beliefs, scaled.beliefs):
         np.testing.assert_allclose(a, b, atol=1e-13)
     np.testing.assert_allclose(batched.flat_beliefs, np.concatenate([b.ravel() for b in scaled.beliefs]), atol=1e-13)
+
+
+def test_finite_log_schedule_matches_the_guarded_one_and_the_scaled_one():
+    """All-finite log-potentials take a leaner log schedule (no -inf guards; plain += where a level's parent
+    cells are distinct; no shift in the log-sum-exps when every value it can form is bounded). On the same
+    deep tree, bounded or not, it agrees with the guarded schedule (the same input as one column) and with
+    the per-clique scaled one, with levels of both kinds (distinct parents or not)."""
+    from ppgm.random_models import pairwise_dirichlet
+
+    rng = np.random.default_rng(0)
+    mn = pairwise_dirichlet([(int(rng.integers(0, i)), i) for i in range(1, 61)], 61, 4, seed=1)
+    jt = JunctionTree.build(mn.domain, mn.scopes)
+    kinds = {L.distinct_parents for L in jt._levels().levels}
+    assert kinds == {True, False}
+    plan = jt._plan()
+    base = np.concatenate([p.ravel() for p in jt._potentials(mn)])
+    # x 5: a range the unshifted log-sum-exp could not take (the shifted one runs); x 0.1 and + 300: within it
+    for psi, bounded in ((base * 5.0, False), (base * 0.1, True), (base * 0.1 + 300.0, True)):
+        K, spread = len(jt.cliques), float(psi.max() - psi.min())
+        assert (K * spread + float(np.log(plan["sizes"]).sum()) < SCALED_RANGE) == bounded
+        fast = jt._calibrate_log(psi)
+        lz, probs = jt.calibrate_columns(psi[:, None] + 0.0)
+        assert fast.log_z == pytest.approx(float(lz[0]), rel=1e-14, abs=1e-11)
+        np.testing.assert_allclose(fast.flat_beliefs, probs[:, 0], atol=1e-13)
+        tops = np.maximum.reduceat(psi, plan["starts"])
+        E = np.exp(psi - np.repeat(tops, plan["sizes"]))
+        scaled = jt._calibrate_scaled([E[a:a + n].reshape(sh) for a, n, sh in zip(plan["starts"], plan["sizes"], plan["shapes"])],
+                                      tops.tolist())
+        assert fast.log_z == pytest.approx(scaled.log_z, rel=1e-14, abs=1e-11)
+        np.testing.assert_allclose(fast.flat_beliefs, np.concatenate([b.ravel() for b in scaled.beliefs]), atol=1e-13)
 
 
 def test_log_schedule_is_exact_when_one_clique_spans_thousands_of_nats():
