@@ -237,6 +237,13 @@ class JunctionTree:
         >>> jt.find_home(("A", "C")) is None
         True
         """
+        key = ("home of", tuple(scope))
+        if key in self._memo:  # queries repeat their scopes (a notebook's marginals, a fit's released tables)
+            return self._memo[key]
+        self._memo[key] = found = self._find_home(key[1])
+        return found
+
+    def _find_home(self, scope: tuple) -> int | None:
         index = self._memo.get("holding")
         if index is None:  # variable -> the cliques holding it, smallest first (ties: lower index)
             index = {}
@@ -1268,9 +1275,9 @@ class Calibration:
         """
         variables = self.tree.domain.check(variables)
         i = self.tree.find_home(variables)
-        if i is not None and self._probs is not None:
-            f = Factor(self.tree.cliques[i], self._probs[i]).sum_to(variables)
-            return Factor(variables, f.values / f.values.sum())
+        if i is not None and self._probs is not None:  # a clique holds them: sum its table onto them
+            f = Factor._unchecked(self.tree.cliques[i], self._probs[i])._einsum_to(variables)  # checked: a clique holds them
+            return Factor._unchecked(variables, f.values / f.values.sum())
         if i is None:  # out of clique: contract the probability tables
             f = self._out_of_clique(variables, log=False).transpose(variables)
             total = f.values.sum()
