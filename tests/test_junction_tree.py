@@ -31,6 +31,23 @@ def test_any_three_variable_query_matches_enumeration(model):
     np.testing.assert_allclose(cal.marginal(vs).values, brute_marginal(model, vs), atol=1e-10)
 
 
+def test_queries_inside_large_cliques_and_memoised_homes_match_enumeration():
+    """Pairs inside cliques of 5^4 = 625 cells take the unchecked einsum onto the pair, in either order;
+    the homes memoised per scope are the ones a fresh search finds, whatever order asked first."""
+    m = third_order_chain(6, 5, seed=4)
+    jt = JunctionTree.build(m.domain, m.scopes)
+    cal = jt.calibrate(m)
+    assert cal._probs is not None and min(m.domain.size(c) for c in jt.cliques) >= 256  # the scaled schedule's tables
+    vs = m.domain.variables
+    pairs = [(vs[i], vs[j]) for i in range(6) for j in range(6) if i != j and abs(i - j) <= 3]
+    for p in pairs:
+        np.testing.assert_allclose(cal.marginal(p).values, brute_marginal(m, p), atol=1e-12)
+        assert cal.marginal(p).variables == p
+    fresh = JunctionTree.build(m.domain, m.scopes)
+    for p in pairs + [(vs[0], vs[5]), ()]:
+        assert jt.find_home(p) == fresh._find_home(tuple(p))
+
+
 def test_junction_tree_properties_on_chain():
     m = third_order_chain(10, 3, seed=0)
     jt = JunctionTree.build(m.domain, m.scopes)
