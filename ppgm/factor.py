@@ -224,18 +224,21 @@ class Factor:
         [3.0, 12.0]
         """
         keep = tuple(keep)
-        if self.values.size < EINSUM_MIN_CELLS or self.values.ndim > 52 or len(keep) >= self.values.ndim:
-            return self._reduce(keep, lambda a, ax: np.sum(a, axis=ax))
-        keep = self._checked_keep(keep)
-        if len(set(keep)) != len(keep):
-            raise ValueError(f"keep: expected distinct variables, got {list(keep)}")
-        return self._einsum_to(keep)
+        if self._by_einsum(keep):  # (the numpy path checks keep in _reduce)
+            keep = self._checked_keep(keep)
+            if len(set(keep)) != len(keep):
+                raise ValueError(f"keep: expected distinct variables, got {list(keep)}")
+        return self._sum_to_unchecked(keep)
 
-    def _einsum_to(self, keep: tuple) -> "Factor":
-        """:meth:`sum_to` in one pass in ``keep``'s order, for distinct ``keep`` inside the scope (unchecked:
-        the engine's own queries). numpy's sum loops over short inner blocks when the summed axes are not
-        the trailing ones: 2-4x slower on a 10^4-cell clique summed onto a pair."""
-        if self.values.size < EINSUM_MIN_CELLS or self.values.ndim > 52 or len(keep) >= self.values.ndim:
+    def _by_einsum(self, keep: tuple) -> bool:
+        """Whether :meth:`sum_to` reduces with one einsum: numpy's sum loops over short inner blocks when
+        the summed axes are not the trailing ones (2-4x slower on a 10^4-cell clique summed onto a pair)."""
+        return self.values.size >= EINSUM_MIN_CELLS and self.values.ndim <= 52 and len(keep) < self.values.ndim
+
+    def _sum_to_unchecked(self, keep: tuple) -> "Factor":
+        """:meth:`sum_to` for distinct ``keep`` inside the scope, without checking it (the engine's own
+        queries), in one pass in ``keep``'s order."""
+        if not self._by_einsum(keep):
             return self._reduce(keep, lambda a, ax: np.sum(a, axis=ax))
         return Factor._unchecked(keep, np.einsum(self.values, range(self.values.ndim), [self.variables.index(v) for v in keep]))
 

@@ -9,6 +9,7 @@ potentials of any scale neither overflow nor underflow.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Iterable, Sequence
@@ -302,7 +303,8 @@ class JunctionTree:
                 in_parent[i] = tuple(n if v in sep else 1 for v, n in zip(par, shapes[self.parent[i]]))
             sizes = np.array([int(np.prod(sh)) for sh in shapes], dtype=np.intp)
             starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
-            plan = dict(shapes=shapes, sizes=sizes, starts=starts, child_sum=child_sum, parent_sum=parent_sum, in_child=in_child, in_parent=in_parent)
+            plan = dict(shapes=shapes, sizes=sizes, starts=starts, child_sum=child_sum, parent_sum=parent_sum, in_child=in_child,
+                        in_parent=in_parent, log_cells=float(np.log(sizes).sum()) if sizes.size else 0.0)
             self._memo["plan"] = plan
         return plan
 
@@ -477,7 +479,7 @@ class JunctionTree:
         if psi.shape != (plan["cells"],):
             raise ValueError(f"psi: expected a flat vector of {plan['cells']} clique cells, got shape {psi.shape}")
         if not plan["scaled_shape"]:  # it checks for NaN / +inf only when they have reached the root
-            return self._calibrate_log(psi, copy=not (overwrite and psi.dtype == float and psi.flags.c_contiguous))
+            return self._calibrate_log(psi, copy=not overwrite)
         tops = np.maximum.reduceat(psi, starts)  # NaN propagates
         _check_potentials(tops)
         lows = np.minimum.reduceat(psi, starts)
@@ -693,15 +695,12 @@ class JunctionTree:
         hi, lo = (float(psi.max()), float(psi.min())) if psi.ndim == 1 and psi.size else (math.nan, math.nan)
         if math.isfinite(hi) and math.isfinite(lo):  # the learners' case: no -inf to guard, no error to raise
             work = np.array(psi, dtype=float, copy=True) if copy else psi
-            plan = self._plan()
-            if "log_cells" not in plan:
-                plan["log_cells"] = float(np.log(plan["sizes"]).sum())
             # every message and belief stays within [-K (hi - lo), sum of log clique sizes] once hi is taken off
             # every clique: then exp neither underflows nor overflows and no log-sum-exp needs its shift
-            bounded = len(self.cliques) * (hi - lo) + plan["log_cells"] < SCALED_RANGE
+            bounded = len(self.cliques) * (hi - lo) + self._plan()["log_cells"] < SCALED_RANGE
             if bounded:
                 work -= hi
-            logs, probs, lz = self._finite_log_schedule(work, self._levels(), plan, bounded)
+            logs, probs, lz = self._log_schedule(work, finite=True, bounded=bounded)
             if bounded:
                 lz += len(self.cliques) * hi
         else:
@@ -812,27 +811,38 @@ class JunctionTree:
             E /= np.repeat(mass, plan["sizes"], axis=0)
         return log_z, E
 
-    def _log_schedule(self, inward: np.ndarray, strict: bool = True) -> tuple:
+    def _log_schedule(self, inward: np.ndarray, strict: bool = True, finite: bool = False, bounded: bool = False) -> tuple:
         """The batched log schedule, in place on flat log-potentials ``(cells,)`` or ``(cells, B)``:
         returns the log beliefs, the beliefs and the root's log Z (a scalar or one per column). With
-        ``strict`` a model that rules out every configuration is an error; otherwise its log Z is -inf."""
+        ``strict`` a model that rules out every configuration is an error; otherwise its log Z is -inf.
+
+        ``finite``: every potential is finite (the learners' case), so no message can be -inf and the -inf
+        bookkeeping (clamped maxima, the NaN clean-up, floating-point error states) is skipped. ``bounded``
+        (with ``finite``): every value the schedule can form lies within ``SCALED_RANGE`` nats below zero
+        and the clique sizes' log-sum above it, so each log-sum-exp is taken without a shift (three numpy
+        calls instead of seven). A level whose parent cells are distinct adds its messages by plain indexing."""
         lv = self._levels()
         plan = self._plan()
         up: list = [None] * len(lv.levels)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        guard, shift = not finite, not bounded
+        with contextlib.nullcontext() if finite else np.errstate(divide="ignore", invalid="ignore"):
             for k in range(len(lv.levels) - 1, -1, -1):  # deepest level first: messages to the parents
                 L = lv.levels[k]
-                up[k] = _lse_segments(inward[L.child_cells], L.child_sep, L.child_seg)
-                np.add.at(inward, L.parent_cells, up[k][L.parent_sep])
+                up[k] = _lse_segments(inward[L.child_cells], L.child_sep, L.child_seg, guard, shift)
+                if L.distinct_parents:
+                    inward[L.parent_cells] += up[k][L.parent_sep]
+                else:
+                    np.add.at(inward, L.parent_cells, up[k][L.parent_sep])
             for k, L in enumerate(lv.levels):  # root outwards: each child reads its separator off its parent
-                down = _lse_segments(inward[L.parent_cells], L.parent_sep, L.parent_seg)
+                down = _lse_segments(inward[L.parent_cells], L.parent_sep, L.parent_seg, guard, shift)
                 down -= up[k]
-                down[np.isnan(down)] = -np.inf
+                if guard:
+                    down[np.isnan(down)] = -np.inf
                 inward[L.child_cells] += down[L.child_sep]
             starts, sizes = plan["starts"], plan["sizes"]
             if strict:  # every calibrated clique sums to Z: one log-sum-exp at the root normalises them all
                 a, n = int(starts[lv.root]), int(sizes[lv.root])
-                top = float(inward[a:a + n].max())
+                top = float(inward[a:a + n].max()) if shift else 0.0
                 if not math.isfinite(top):  # -inf: no configuration; NaN / +inf: bad input (the caller tells which)
                     raise ValueError(_ZERO)
                 lz = top + math.log(float(np.exp(inward[a:a + n] - top).sum()))
@@ -847,33 +857,6 @@ class JunctionTree:
             inward -= np.repeat(np.log(mass), sizes, axis=0)
         root = lz[lv.root]
         return inward, probs, np.where(np.isfinite(root) & (tops[lv.root] > _LOWEST), root, -np.inf)
-
-    @staticmethod
-    def _finite_log_schedule(inward: np.ndarray, lv: "_Levels", plan: dict, bounded: bool = False) -> tuple:
-        """:meth:`_log_schedule` for one model whose log-potentials are all finite (the learners' case):
-        no message can be -inf, so the -inf bookkeeping (NaN clean-up, floating-point error states) is
-        skipped, and a level whose parent cells are distinct adds its messages by plain indexing. With
-        ``bounded`` (every value the schedule can form lies within ``SCALED_RANGE`` nats below zero and
-        the clique sizes' log-sum above it) each log-sum-exp is taken without a shift: three numpy calls
-        instead of seven."""
-        lse = _lse_bounded if bounded else _lse_finite
-        up: list = [None] * len(lv.levels)
-        for k in range(len(lv.levels) - 1, -1, -1):
-            L = lv.levels[k]
-            up[k] = lse(inward[L.child_cells], L.child_sep, L.child_seg)
-            if L.distinct_parents:
-                inward[L.parent_cells] += up[k][L.parent_sep]
-            else:
-                np.add.at(inward, L.parent_cells, up[k][L.parent_sep])
-        for k, L in enumerate(lv.levels):
-            down = lse(inward[L.parent_cells], L.parent_sep, L.parent_seg)
-            down -= up[k]
-            inward[L.child_cells] += down[L.child_sep]
-        a, n = int(plan["starts"][lv.root]), int(plan["sizes"][lv.root])
-        top = 0.0 if bounded else float(inward[a:a + n].max())
-        lz = top + math.log(float(np.exp(inward[a:a + n] - top).sum()))
-        inward -= lz
-        return inward, np.exp(inward), lz
 
     def _calibrate_scaled(self, scaled: Sequence[np.ndarray], tops: Sequence[float]) -> "Calibration":
         """The same schedule on ``scaled`` = exp(psi - max psi), one per clique, with a log-scale per
@@ -998,30 +981,22 @@ def _safe_top(top: np.ndarray) -> np.ndarray:
 _LOWEST = float(np.finfo(float).min)
 
 
-def _lse_bounded(vals: np.ndarray, seg: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """:func:`_lse_segments` for values whose exp neither underflows to zero nor overflows (no shift)."""
-    np.exp(vals, out=vals)
-    return np.log(np.add.reduceat(vals, starts))
-
-
-def _lse_finite(vals: np.ndarray, seg: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """:func:`_lse_segments` for finite ``vals`` (no -inf segment to guard)."""
+def _lse_segments(vals: np.ndarray, seg: np.ndarray, starts: np.ndarray, guard: bool = True, shift: bool = True) -> np.ndarray:
+    """log-sum-exp of ``vals`` over consecutive segments (``seg``: each entry's segment; ``starts``: where
+    each begins), each shifted by its own maximum, so it is exact for any range of values. ``vals`` is a
+    scratch copy and is overwritten. ``guard=False``: no segment is all -inf (finite values); ``shift=False``:
+    no exp can underflow to zero or overflow, so the shift is left out."""
+    if not shift:
+        np.exp(vals, out=vals)
+        return np.log(np.add.reduceat(vals, starts))
     top = np.maximum.reduceat(vals, starts)
+    if guard:
+        top = _safe_top(top)
     vals -= top[seg]
     np.exp(vals, out=vals)
     out = np.log(np.add.reduceat(vals, starts))
     out += top
     return out
-
-
-def _lse_segments(vals: np.ndarray, seg: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """log-sum-exp of ``vals`` over consecutive segments (``seg``: each entry's segment; ``starts``: where
-    each begins), each shifted by its own maximum, so it is exact for any range of values. ``vals`` is a
-    scratch copy and is overwritten."""
-    top = _safe_top(np.maximum.reduceat(vals, starts))
-    vals -= top[seg]
-    np.exp(vals, out=vals)
-    return np.log(np.add.reduceat(vals, starts)) + top
 
 
 @dataclass(frozen=True)
@@ -1276,7 +1251,7 @@ class Calibration:
         variables = self.tree.domain.check(variables)
         i = self.tree.find_home(variables)
         if i is not None and self._probs is not None:  # a clique holds them: sum its table onto them
-            f = Factor._unchecked(self.tree.cliques[i], self._probs[i])._einsum_to(variables)  # checked: a clique holds them
+            f = Factor._unchecked(self.tree.cliques[i], self._probs[i])._sum_to_unchecked(variables)  # checked: a clique holds them
             return Factor._unchecked(variables, f.values / f.values.sum())
         if i is None:  # out of clique: contract the probability tables
             f = self._out_of_clique(variables, log=False).transpose(variables)
