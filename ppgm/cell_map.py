@@ -14,7 +14,8 @@ clique of 1.6 million cells homing several pairs and one-way tables) are where t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from functools import lru_cache
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -158,7 +159,7 @@ def _sum_out(t: np.ndarray, A: int, K: int, B: int, small: tuple) -> np.ndarray:
     inner block is short (numpy's reduction loops over short inner blocks one at a time: 12 ms
     against 1.5 ms on 1.6 million cells with a trailing axis of 2)."""
     if A == 1:
-        return (np.ones(K) @ t.reshape(K, B)).reshape(small)
+        return (_ones(K) @ t.reshape(K, B)).reshape(small)
     if B <= SMALL_INNER:
         return (t.reshape(A, K * B) @ _blocks(K, B)).reshape(small)
     return np.einsum("akb->ab", t.reshape(A, K, B)).reshape(small)
@@ -172,6 +173,14 @@ def _spread(c: np.ndarray, A: int, K: int, B: int, big: tuple) -> np.ndarray:
 
 
 _BLOCKS: dict = {}
+
+
+@lru_cache(maxsize=256)
+def _ones(k: int) -> np.ndarray:
+    """A read-only vector of k ones (the sum over one outermost axis, as a product)."""
+    out = np.ones(k)
+    out.flags.writeable = False
+    return out
 
 
 def _blocks(k: int, b: int) -> np.ndarray:
@@ -227,6 +236,42 @@ def sum_axes(t: np.ndarray, axes: Sequence[int]) -> np.ndarray:
     True
     """
     return sum_steps(t, axis_steps(t.shape, axes))
+
+
+@lru_cache(maxsize=4096)
+def sum_plan(shape: tuple, keep: tuple) -> Callable[[np.ndarray], np.ndarray]:
+    """A function summing a C-ordered array of ``shape`` onto the axes ``keep`` (distinct; the result's
+    axes in ``keep``'s order), planned once per shape and axes: each run of adjacent summed axes is
+    viewed as one axis and summed by one :func:`_sum_out` step (a product with ones, BLAS's speed),
+    then the kept axes are put in ``keep``'s order. A 10^4-cell clique summed onto a pair: 2-4 us,
+    against 5-19 us for one einsum over the table.
+
+    Examples
+    --------
+    >>> t = np.arange(24.0).reshape(2, 3, 4)
+    >>> bool(np.allclose(sum_plan((2, 3, 4), (2, 0))(t), t.sum(axis=1).T))
+    True
+    """
+    merged: list = []  # the shape with each run of summed axes as one axis
+    summed: list = []  # positions of the merged summed axes
+    for k, n in enumerate(shape):
+        if k not in keep and k > 0 and (k - 1) not in keep:
+            merged[-1] *= int(n)
+        else:
+            if k not in keep:
+                summed.append(len(merged))
+            merged.append(int(n))
+    steps = axis_steps(merged, summed)
+    kept = sorted(keep)
+    order = [kept.index(k) for k in keep]
+    reorder = order != list(range(len(keep)))
+    view = tuple(merged)
+
+    def run(values: np.ndarray) -> np.ndarray:
+        out = sum_steps(values.reshape(view), steps)
+        return out.transpose(order) if reorder else out
+
+    return run
 
 
 def spread_axes(m: np.ndarray, shape: Sequence[int], axes: Sequence[int]) -> np.ndarray:

@@ -174,15 +174,19 @@ def names(x, name: str, allow_empty: bool = False) -> tuple:
     if isinstance(x, (str, bytes)) or not isinstance(x, (Sequence, np.ndarray, *pd_index_types())):
         raise TypeError(f"{name}: expected a list of names, got {x!r}")
     out: tuple = tuple(x)  # type: ignore[arg-type]  # any sequence or array of names
-    for v in out:
-        try:
-            hash(v)
-        except TypeError:
-            raise TypeError(f"{name}: names must be hashable, got {v!r}") from None
+    try:
+        distinct = len(set(out)) == len(out)
+    except TypeError:  # an unhashable name: say which
+        for v in out:
+            try:
+                hash(v)
+            except TypeError:
+                raise TypeError(f"{name}: names must be hashable, got {v!r}") from None
+        raise
     if not out and not allow_empty:
         raise ValueError(f"{name}: expected at least one name")
-    dup = sorted({str(v) for v in out if out.count(v) > 1})
-    if dup:
+    if not distinct:
+        dup = sorted({str(v) for v in out if out.count(v) > 1})
         raise ValueError(f"{name}: repeated names {dup}")
     return out
 

@@ -20,7 +20,7 @@ import numpy as np
 from .domain import Domain
 from .factor import Factor, align, logsumexp
 from .markov import MarkovNetwork
-from .cell_map import axis_steps, spread_axes, spread_steps, sum_axes, sum_steps
+from .cell_map import axis_steps, spread_axes, spread_steps, sum_axes, sum_plan, sum_steps
 
 DEFAULT_MAX_CELLS = 50_000_000  # 400 MB of float64 per copy of the clique tables
 SCALED_RANGE = 600.0  # below this total log-range of the potentials, calibrate on scaled probabilities ...
@@ -257,6 +257,37 @@ class JunctionTree:
             return min(range(len(self.cliques)), key=lambda i: self.domain.size(self.cliques[i])) if self.cliques else None
         v = min(s, key=lambda u: len(index.get(u, ())))
         return next((i for i in index.get(v, ()) if s <= set(self.cliques[i])), None)
+
+    def _smallest_holder(self, scope: tuple) -> tuple[int, bool, Callable] | None:
+        """``(i, False, sum)`` for clique i or ``(i, True, sum)`` for the separator of clique i with its
+        parent: the smallest table of the calibrated tree that holds ``scope`` (a query sums the fewest
+        cells there) and the planned sum of that table onto ``scope``; None when no clique holds it.
+        Memoised per scope."""
+        key = ("smallest holder", scope)
+        if key in self._memo:
+            return self._memo[key]
+        i = self.find_home(scope)
+        found: tuple[int, bool, Callable] | None = None
+        if i is not None:
+            best = (i, False)
+            by_var = self._memo.get("separators holding")
+            if by_var is None:  # variable -> the cliques whose separator holds it
+                by_var = {}
+                for j in self.order[1:]:
+                    for v in self.separators[j]:
+                        by_var.setdefault(v, []).append(j)
+                self._memo["separators holding"] = by_var
+            s, size = set(scope), self.domain.size(self.cliques[i])
+            if s:
+                v = min(s, key=lambda u: len(by_var.get(u, ())))
+                for j in by_var.get(v, ()):
+                    n = self.domain.size(self.separators[j])
+                    if n < size and s <= set(self.separators[j]):
+                        best, size = (j, True), n
+            table = self.separators[best[0]] if best[1] else self.cliques[best[0]]
+            found = (*best, sum_plan(self.domain.shape(table), tuple(table.index(v) for v in scope)))
+        self._memo[key] = found
+        return found
 
     def home(self, scope: Sequence[Hashable]) -> int:
         """Index of the smallest clique containing ``scope``.
@@ -1193,7 +1224,18 @@ class Calibration:
         [('B',)]
         """
         t = self.tree
-        return {(i, t.parent[i]): Factor(t.cliques[i], self.beliefs[i]).sum_to(t.separators[i]) for i in t.order[1:]}
+        return {(i, t.parent[i]): self._separator(i) for i in t.order[1:]}
+
+    def _separator(self, i: int) -> Factor:
+        """The probability table of clique i's separator, summed from its clique once per calibration
+        (queries inside a separator sum it instead of the larger clique)."""
+        key = ("separator", i)
+        if key not in self._cache:
+            t = self.tree
+            axes = t._plan()["child_sum"][i]
+            table = self.beliefs[i].sum(axis=axes) if axes else self.beliefs[i]
+            self._cache[key] = Factor._unchecked(t.separators[i], table)  # separators keep the clique's (domain) order
+        return self._cache[key]
 
     def log_marginal(self, variables: Sequence[Hashable]) -> Factor:
         """The log-probability table over ``variables``: read off a clique that holds them, or (for
@@ -1248,11 +1290,18 @@ class Calibration:
         >>> jt.calibrate(m).marginal(["A", "C"]).values.shape
         (2, 2)
         """
-        variables = self.tree.domain.check(variables)
+        return self._marginal(self.tree.domain.check(variables))
+
+    def _marginal(self, variables: tuple) -> Factor:
+        """:meth:`marginal` of checked variables (a tuple of distinct names of the domain)."""
+        if self._probs is not None:
+            held = self.tree._smallest_holder(variables)
+            if held is not None:  # a clique or a separator holds them: sum the smallest such table onto them
+                j, is_separator, onto = held
+                table = self._separator(j).values if is_separator else self._probs[j]
+                f = onto(table)  # sums to one up to rounding: each clique's belief was normalised by its own sum
+                return Factor._unchecked(variables, f if len(variables) < table.ndim else f.copy())  # never a view of the beliefs
         i = self.tree.find_home(variables)
-        if i is not None and self._probs is not None:  # a clique holds them: sum its table onto them
-            f = Factor._unchecked(self.tree.cliques[i], self._probs[i])._sum_to_unchecked(variables)  # checked: a clique holds them
-            return Factor._unchecked(variables, f.values / f.values.sum())
         if i is None:  # out of clique: contract the probability tables
             f = self._out_of_clique(variables, log=False).transpose(variables)
             total = f.values.sum()

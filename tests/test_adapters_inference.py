@@ -96,6 +96,37 @@ def test_clique_and_sepset_beliefs_are_normalised_and_consistent():
             np.testing.assert_allclose(m.values.transpose([m.variables.index(v) for v in sep.variables]), sep.values, atol=1e-12)
 
 
+def test_query_factors_are_pgmpy_s_own_and_independent():
+    """Query results are made without pgmpy's constructor (its checks cost as much as the query) but
+    equal, attribute for attribute, what the constructor makes; each is the caller's own: changing a
+    result's values or state maps leaves the next query's result and the cached beliefs intact."""
+    from pgmpy.factors.discrete import DiscreteFactor
+
+    from ppgm.adapters import inference
+
+    bp = LogBeliefPropagation(load_bif_example("asia"))
+    assert inference._direct_factors_ok()
+    f = bp.query(["lung", "smoke"])
+    made = DiscreteFactor(["lung", "smoke"], [2, 2], f.values.copy(),
+                          state_names={v: list(bp.domain.state_names[v]) for v in ("lung", "smoke")})
+    assert f == made and set(vars(f)) == set(vars(made))
+    for k in vars(made):
+        a, b = vars(f)[k], vars(made)[k]
+        assert type(a) is type(b) and (np.array_equal(a, b) and a.dtype == b.dtype if isinstance(a, np.ndarray) else a == b)
+    ve = VariableElimination(load_bif_example("asia")).query(["lung", "smoke"], show_progress=False)
+    np.testing.assert_allclose(f.values, ve.values.transpose([ve.variables.index(v) for v in f.variables]), atol=1e-12)
+    f.values[...] = 0.0
+    f.state_names["lung"].append("maybe")
+    f.name_to_no["lung"]["maybe"] = 2
+    g = bp.query(["lung", "smoke"])
+    np.testing.assert_allclose(g.values, made.values)
+    assert g.state_names == made.state_names and g.name_to_no == made.name_to_no
+    beliefs = bp.get_clique_beliefs()
+    for b in beliefs.values():
+        b.values[...] = 0.0
+    assert all(abs(b.values.sum() - 1) < 1e-12 for b in bp.get_clique_beliefs().values())
+
+
 def test_bad_queries():
     bp = LogBeliefPropagation(load_bif_example("asia"))
     with pytest.raises(ValueError, match="unknown variables"):

@@ -135,3 +135,19 @@ def test_fit_with_planned_cliques_is_the_same_fit(monkeypatch):
     assert abs(a.objective - b.objective) < 1e-10
     for fa, fb in zip(a.model.factors, b.model.factors):
         np.testing.assert_allclose(fa.values, fb.values, atol=1e-8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=6).flatmap(
+    lambda shape: st.tuples(st.just(tuple(shape)), st.permutations(range(len(shape))), st.integers(0, len(shape)))))
+def test_sum_plan_matches_numpy_sum(case):
+    """The planned sum (runs of summed axes as one product with ones, then the order asked for) against
+    numpy's sum and transpose, for any shape and any kept axes in any order (none and all included)."""
+    shape, perm, k = case
+    keep = tuple(perm[:k])
+    t = np.random.default_rng(k).random(shape)
+    ref = t.sum(axis=tuple(i for i in range(len(shape)) if i not in keep))
+    ref = np.transpose(ref, [sorted(keep).index(i) for i in keep]) if keep else ref
+    got = cell_map.sum_plan(shape, keep)(t)
+    assert got.shape == ref.shape
+    np.testing.assert_allclose(got, ref, rtol=1e-13, atol=0)
