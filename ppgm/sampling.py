@@ -4,6 +4,8 @@ row-offset cumulative sums: no Python loop over records and no (records x states
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from .bayes import BayesianNetwork
@@ -196,7 +198,7 @@ def sample_clique_tables(model: MarkovNetwork, n: int, seed=None, calibration: C
     n = _check_n(n)
     rng = as_generator(seed)
     cal = _calibrated(model, calibration)
-    t = cal.tree
+    t = cast(JunctionTree, cal.tree)  # its levels: every calibration here is a junction tree's
     plan = t._plan()
     starts, sizes, shapes = plan["starts"], plan["sizes"], plan["shapes"]
     mu = cal.flat_beliefs
