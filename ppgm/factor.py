@@ -226,13 +226,13 @@ class Factor:
         [3.0, 12.0]
         """
         keep = tuple(keep)
-        if self._by_einsum(keep):  # (the numpy path checks keep in _reduce)
+        if self._by_plan(keep):  # (the numpy path checks keep in _reduce)
             keep = self._checked_keep(keep)
             if len(set(keep)) != len(keep):
                 raise ValueError(f"keep: expected distinct variables, got {list(keep)}")
         return self._sum_to_unchecked(keep)
 
-    def _by_einsum(self, keep: tuple) -> bool:
+    def _by_plan(self, keep: tuple) -> bool:
         """Whether :meth:`sum_to` reduces by a planned summation (:func:`sum_plan`): numpy's sum loops
         over short inner blocks when the summed axes are not the trailing ones (2-4x slower on a
         10^4-cell clique summed onto a pair)."""
@@ -241,7 +241,7 @@ class Factor:
     def _sum_to_unchecked(self, keep: tuple) -> "Factor":
         """:meth:`sum_to` for distinct ``keep`` inside the scope, without checking it (the engine's own
         queries), in ``keep``'s order."""
-        if not self._by_einsum(keep):
+        if not self._by_plan(keep):
             return self._reduce(keep, lambda a, ax: np.sum(a, axis=ax))
         at = {v: i for i, v in enumerate(self.variables)}
         return Factor._unchecked(keep, sum_plan(self.values.shape, tuple(at[v] for v in keep))(self.values))

@@ -233,18 +233,23 @@ class JunctionTree:
         return found
 
     def _find_home(self, scope: tuple) -> int | None:
-        index = self._memo.get("holding")
-        if index is None:  # variable -> the cliques holding it, smallest first (ties: lower index)
-            index = {}
-            for i in sorted(range(len(self.cliques)), key=lambda i: (self.domain.size(self.cliques[i]), i)):
-                for v in self.cliques[i]:
-                    index.setdefault(v, []).append(i)
-            self._memo["holding"] = index
-        s = set(scope)
-        if not s:
+        if not scope:
             return min(range(len(self.cliques)), key=lambda i: self.domain.size(self.cliques[i])) if self.cliques else None
+        return self._smallest_of("cliques", self.cliques, range(len(self.cliques)), set(scope))
+
+    def _smallest_of(self, name: str, tables: Sequence[tuple], ids: Iterable[int], s: set) -> int | None:
+        """The smallest of ``tables[i]`` (i in ``ids``; ties: lower i) holding every variable of the
+        non-empty set ``s``, or None, through an index variable -> the tables holding it, smallest first,
+        built once per tree and ``name``: only the tables of ``s``'s rarest variable are looked at."""
+        index = self._memo.get(("holding", name))
+        if index is None:
+            index = {}
+            for i in sorted(ids, key=lambda i: (self.domain.size(tables[i]), i)):
+                for v in tables[i]:
+                    index.setdefault(v, []).append(i)
+            self._memo[("holding", name)] = index
         v = min(s, key=lambda u: len(index.get(u, ())))
-        return next((i for i in index.get(v, ()) if s <= set(self.cliques[i])), None)
+        return next((i for i in index.get(v, ()) if s <= set(tables[i])), None)
 
     def _smallest_holder(self, scope: tuple) -> tuple[int, bool, Callable] | None:
         """``(i, False, sum)`` for clique i or ``(i, True, sum)`` for the separator of clique i with its
@@ -257,23 +262,12 @@ class JunctionTree:
         i = self.find_home(scope)
         found: tuple[int, bool, Callable] | None = None
         if i is not None:
-            best = (i, False)
-            by_var = self._memo.get("separators holding")
-            if by_var is None:  # variable -> the cliques whose separator holds it
-                by_var = {}
-                for j in self.order[1:]:
-                    for v in self.separators[j]:
-                        by_var.setdefault(v, []).append(j)
-                self._memo["separators holding"] = by_var
-            s, size = set(scope), self.domain.size(self.cliques[i])
-            if s:
-                v = min(s, key=lambda u: len(by_var.get(u, ())))
-                for j in by_var.get(v, ()):
-                    n = self.domain.size(self.separators[j])
-                    if n < size and s <= set(self.separators[j]):
-                        best, size = (j, True), n
-            table = self.separators[best[0]] if best[1] else self.cliques[best[0]]
-            found = (*best, sum_plan(self.domain.shape(table), tuple(table.index(v) for v in scope)))
+            j = self._smallest_of("separators", self.separators, self.order[1:], set(scope)) if scope else None
+            if j is not None and self.domain.size(self.separators[j]) < self.domain.size(self.cliques[i]):
+                i, on_separator, table = j, True, self.separators[j]
+            else:
+                on_separator, table = False, self.cliques[i]
+            found = (i, on_separator, sum_plan(self.domain.shape(table), tuple(table.index(v) for v in scope)))
         self._memo[key] = found
         return found
 

@@ -127,6 +127,19 @@ def test_query_factors_are_pgmpy_s_own_and_independent():
     assert all(abs(b.values.sum() - 1) < 1e-12 for b in bp.get_clique_beliefs().values())
 
 
+def test_query_factors_fall_back_to_pgmpy_s_constructor(monkeypatch):
+    """When the probe says a pgmpy release stores its factors differently, queries use pgmpy's
+    constructor, with the same answers."""
+    from ppgm.adapters import inference
+
+    bp = LogBeliefPropagation(load_bif_example("asia"))
+    direct = bp.query(["lung", "smoke"])
+    monkeypatch.setattr(inference, "_DIRECT_OK", [False])
+    monkeypatch.setattr(inference, "_direct_factor", lambda *a: pytest.fail("the direct path was taken"))
+    made = bp.query(["lung", "smoke"])
+    assert made == direct and made.state_names == direct.state_names and made.name_to_no == direct.name_to_no
+
+
 def test_bad_queries():
     bp = LogBeliefPropagation(load_bif_example("asia"))
     with pytest.raises(ValueError, match="unknown variables"):
