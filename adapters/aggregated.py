@@ -880,7 +880,8 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         chosen from the release (``l2_theta_`` and ``selection_`` after ``fit``; see
         :func:`ppgm.maxent.fit_maxent`). A number fixes it (e.g. for ``GridSearchCV`` on rows).
     step_mu, step_theta : float, optional
-        Step sizes (default 1.5 / (number of tables + 1); see :func:`ppgm.maxent.fit_maxent`).
+        Step sizes (default: theta 1.5 / (number of tables + 1), mu 1.5 / (the tables' measured coupling
+        + 1); see :func:`ppgm.maxent.fit_maxent`).
     rescaled, precondition : bool
         The paper's rescaled pseudo-gradient and diagonal preconditioning.
     average : float

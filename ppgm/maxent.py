@@ -14,7 +14,8 @@ Training is persistent contrastive divergence (Appendix C of the paper) with:
   product of the chains' one-hot matrix with a block of the interaction matrix;
 - the label marginalised in the estimate of E[c] (sigmoid weights instead of sampled labels);
 - the rescaled pseudo-gradient for theta (Eq. 6) as the default, diagonal preconditioning by the
-  (approximate) inverse Hessian diagonal, separate L2 penalties and step sizes for mu and theta;
+  (approximate) inverse Hessian diagonal, separate L2 penalties and step sizes for mu and theta
+  (mu's sized by the tables' coupling measured on the chains, ``ppgm.maxent_coupling``);
 - an explicit label intercept theta0 (so the base rate matches the aggregates) and chains whose
   statistics are scaled to the record count N (so the total count matches);
 - noisy aggregates modelled through the noise-observation factor: each step's targets are the
@@ -38,6 +39,7 @@ import numpy as np
 from . import checks
 from .domain import Domain
 from .executor import Executor, InProcess
+from .maxent_coupling import COUPLING_CHAINS, COUPLING_EVERY, mu_coupling
 from .measurement import Measurement
 from .rng import as_generator
 from .progress import ConvergenceWarning, progress_bar
@@ -249,6 +251,7 @@ class PCDState:
 
     shards: list
     step: int = 0
+    coupling: tuple | None = None  # (mu's coupling, its eigenvector) as last measured (``ppgm.maxent_coupling``)
 
     @property
     def chains(self) -> np.ndarray:
@@ -259,7 +262,8 @@ class PCDState:
         return self.shards[0].rng
 
     def copy(self) -> "PCDState":
-        return PCDState([ChainShard(s.chains.copy(), s.rng, None if s.slots is None else s.slots.copy()) for s in self.shards], self.step)
+        return PCDState([ChainShard(s.chains.copy(), s.rng, None if s.slots is None else s.slots.copy()) for s in self.shards], self.step,
+                        self.coupling)
 
     def head(self, k: int, rng: np.random.Generator) -> "PCDState":
         """A new state of this one's first ``k`` chains (copied) in one shard with generator ``rng``
@@ -302,6 +306,15 @@ def _pcd_step(shard: ChainShard, layout: "MaxEntLayout", mu: np.ndarray, theta: 
     # the chains are swept in place, so they are copied; the slots are replaced, never written into
     own = ChainShard(shard.chains.copy(), copy.deepcopy(shard.rng), shard.slots)
     return shard_step(own, layout, mu, theta, theta0)
+
+
+def _chain_head(shard: ChainShard, k: int) -> np.ndarray:
+    """A shard's first ``k`` chain states (exchangeable: a fair sample)."""
+    return shard.chains[:k]
+
+
+def _stack_chains(*parts: np.ndarray) -> np.ndarray:
+    return np.concatenate(parts)
 
 
 def _shard_of(pair: tuple) -> ChainShard:
@@ -488,6 +501,7 @@ def fit_maxent(
     executor: Executor | None = None,
     callback: Callable[[MaxEntModel, int], dict] | None = None,
     callback_every: int = 10,
+    prior_chains: int | None = None,
 ) -> PCDResult:
     """Fit the maximum-entropy model to aggregated tables by persistent contrastive divergence.
 
@@ -521,11 +535,15 @@ def fit_maxent(
         and why): once PCD converges, the penalty is the regulariser and the noise decides it. A number
         fixes it.
     step_mu, step_theta : float, optional
-        Step sizes; default ``DEFAULT_STEP / (T + 1)`` = 1.5 / (T + 1) for T tables. Every record
-        sits in one cell of each table, so T preconditioned steps of 1 / T (the paper's choice) add up
-        to about one Newton step; the label's base rate is moved by all T theta tables and the
-        intercept, hence T + 1. 1.5 over-relaxes a little: on Adult (T = 105) it reaches in 300
-        steps the validation NLLH that 1 / T needs 500 for (2 / T also converged, 4 / T diverged).
+        Step sizes. theta: default ``DEFAULT_STEP / (T + 1)`` = 1.5 / (T + 1) for T tables: every record
+        sits in one cell of each table and the label's base rate is moved by all T theta tables and the
+        intercept, so T + 1 preconditioned steps of 1 / (T + 1) add up to about one Newton step (the
+        paper's 1 / T); 1.5 over-relaxes a little (on Adult, T = 105, 2 / T also converged, 4 / T
+        diverged). mu: default ``DEFAULT_STEP / (lambda + 1)``, lambda the tables' coupling measured on the
+        chains every 25 steps (``ppgm.maxent_coupling``; at most T, 29-45 on Adult): the covariance of
+        the cells is centred, so tables over weakly dependent features do not add up. On noisy tables,
+        where mu travels far, this settles 2-3x sooner (``docs/regularisation.md``); the history's
+        ``mu_coupling`` lists the measures. A number fixes either step.
     rescaled : bool
         Use the rescaled pseudo-gradient (d / d_hat) c_hat - c for theta (Eq. 6).
     precondition : bool
@@ -550,6 +568,12 @@ def fit_maxent(
     callback : callable, optional
         ``callback(model, step) -> dict`` every ``callback_every`` steps; its values are appended
         to the history (e.g. a validation NLLH).
+    prior_chains : int, optional
+        Noisy tables: the chain count whose Monte Carlo variance the noisy cells' prior includes
+        (default: the chains of this run). That variance sets how far the targets follow the noisy
+        counts, so it shapes the fitted model; the penalty rule's refits, with a quarter of the
+        chains, pass the final fit's count so that they fit the same estimator (with their own,
+        they chose penalties half a decade too large: ``docs/regularisation.md``).
 
     Returns
     -------
@@ -575,10 +599,12 @@ def fit_maxent(
         raise TypeError(f"l2_theta: expected a number >= 0, 'release' or None, got {l2_theta!r}")
     tables = _check_fit_arguments(tables, n_chains, max_iter, l2_mu, EXACT_L2 if l2_rule else l2_theta, average, step_mu,
                                   step_theta, max_step, n_shards, callback_every)
+    if prior_chains is not None:
+        checks.count(prior_chains, "prior_chains", maximum=MAX_CHAINS)
     if l2_rule and any(t.noise != "none" for t in tables):
         return _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_shards, executor, callback,
                             dict(l2_mu=l2_mu, step_mu=step_mu, step_theta=step_theta, rescaled=rescaled,
-                                 precondition=precondition, max_step=max_step, average=average),
+                                 precondition=precondition, max_step=max_step, average=average, prior_chains=prior_chains),
                             dict(progress=progress, callback_every=callback_every))
     l2_theta = EXACT_L2 if l2_rule else checks.non_negative(l2_theta, "l2_theta")
     layout = model.layout if model is not None else MaxEntLayout.from_tables(domain, tables)
@@ -592,12 +618,23 @@ def fit_maxent(
     pool = (executor or InProcess()).scatter(state.shards, "PCD chain shards")
     update = _Update(obs, DEFAULT_STEP / (T + 1) if step_mu is None else float(step_mu),
                      DEFAULT_STEP / (T + 1) if step_theta is None else float(step_theta),
-                     l2_mu, l2_theta, rescaled, precondition, max_step, obs.n / sum(len(sh.chains) for sh in state.shards))
+                     l2_mu, l2_theta, rescaled, precondition, max_step, obs.n / sum(len(sh.chains) for sh in state.shards),
+                     prior_scale=None if prior_chains is None else obs.n / int(prior_chains))
     history: dict = {"step": [], "d_error": [], "c_error": [], "step_size": [], "gradient_z": []}
+    per_shard = -(-COUPLING_CHAINS // len(state.shards))
     start_avg = int(max_iter) - int(round(average * int(max_iter)))
     mid_avg = (start_avg + int(max_iter)) // 2
     sums, grads = _Sums(model), [_Sums(model), _Sums(model)]  # parameters; pseudo-gradients per half window
     for it in progress_bar(range(int(max_iter)), desc="PCD", enabled=progress):
+        if step_mu is None:
+            # mu's step from the tables' measured coupling, re-measured every COUPLING_EVERY steps of the state
+            # (a resumed run keeps the schedule and the last measure, so it continues exactly)
+            if state.coupling is None or state.step % COUPLING_EVERY == 0:
+                sample = pool.reduce(_chain_head, k=per_shard, combine=_stack_chains)
+                state.coupling = mu_coupling(layout.slots_by_table(sample), layout.n_slots,
+                                             None if state.coupling is None else state.coupling[1])
+                history.setdefault("mu_coupling", []).append((state.step, state.coupling[0]))
+            update.step_mu, update.mu_share = DEFAULT_STEP / (state.coupling[0] + 1), state.coupling[0] + 1
         pairs = pool.map(_pcd_step, layout=layout, mu=model.mu, theta=model.theta, theta0=float(model.theta0)).persist()
         record = update.apply(model, pairs.reduce(_stats_of))
         pool = pairs.map(_shard_of).persist()
@@ -640,7 +677,9 @@ def _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_sh
         warnings.simplefilter("ignore", ConvergenceWarning)  # the pilot is a starting point, tested below
         pilot = fit(tables, l2_theta=maxent_rule.PILOT_L2, n_chains=n_chains, max_iter=max(int(max_iter) // 2, 1), seed=rng,
                     model=model, state=state, n_shards=n_shards, executor=executor, callback=callback, **show)
-    choice = maxent_rule.release_l2_theta(tables, pilot, _record_count(tables, n), functools.partial(fit, progress=False), seed=rng)
+    # the refits fit the final fit's estimator: the same prior variance, though with fewer chains
+    refit = functools.partial(fit, progress=False, prior_chains=settings["prior_chains"] or len(pilot.state.chains))
+    choice = maxent_rule.release_l2_theta(tables, pilot, _record_count(tables, n), refit, seed=rng)
     steps = max(int(max_iter) - int(max_iter) // 2, 1)
     # the averaging window stays the last ``average`` of all max_iter steps, all of it in the final fit
     window = min(settings["average"] * int(max_iter) / steps, 0.9)
@@ -744,8 +783,10 @@ class _Update:
     precondition: bool
     max_step: float
     scale: float
+    prior_scale: float | None = None  # records per chain in the noisy cells' prior variance (default ``scale``)
     gradient: "MaxEntModel | None" = None  # the last step's pseudo-gradient (for the convergence test)
     share: "np.ndarray | float" = 1.0  # the last step's share w of each theta cell's observation (noisy tables)
+    mu_share: float | None = None  # what the mu step shares the data's curvature among (default T + 1; the coupling + 1)
 
     def apply(self, model: MaxEntModel, stats: tuple) -> dict:
         """Move ``model`` in place; return the step's ``d_error``, ``c_error``, ``step_size`` and ``gradient_z``
@@ -755,7 +796,7 @@ class _Update:
         d_raw, c_raw, h_raw, sig_sum, sig_var, count = stats
         d_hat, c_hat, h_hat = d_raw * scale, c_raw * scale, h_raw * scale
         if obs.noisy:
-            d_t, c_t, w_d, w_c = _targets(obs.groups, obs.d, obs.c, d_hat, c_hat, scale)
+            d_t, c_t, w_d, w_c = _targets(obs.groups, obs.d, obs.c, d_hat, c_hat, self.prior_scale or scale)
         else:
             d_t, c_t, w_d, w_c = obs.d, obs.c, 1.0, 1.0
         # gradients of the negative log-likelihood (+ L2)
@@ -772,7 +813,7 @@ class _Update:
             # of the Gaussian approximation; without it a step is w times too short). The penalty's is divided
             # by T + 1 like the data's: the step's 1 / (T + 1) shares the data's curvature among the T tables
             # each record sits in, not the penalty, which every parameter has alone. docs/regularisation.md
-            dir_mu = g_mu / (w_d * np.maximum(d_hat, scale) + 2 * self.l2_mu / (T + 1))
+            dir_mu = g_mu / (w_d * np.maximum(d_hat, scale) + 2 * self.l2_mu / (self.mu_share or T + 1))
             dir_th = g_th / (w_c * np.maximum(h_th, scale) + 2 * self.l2_theta / (T + 1))
         else:
             dir_mu, dir_th = g_mu / n, g_th / n

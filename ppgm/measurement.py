@@ -262,11 +262,12 @@ class Measurement:
         b, sd = self.scale, np.sqrt(v)
         m1, m2 = m + v / b, m - v / b  # tilted means below / above y
         a1, a2 = (y - m1) / sd, (m2 - y) / sd
-        lw1 = (m - y) / b + log_ndtr(a1)
-        lw2 = (y - m) / b + log_ndtr(a2)
+        L1, L2 = log_ndtr(a1), log_ndtr(a2)  # each once: the costliest calls of a noisy MaxEnt step
+        lw1 = (m - y) / b + L1
+        lw2 = (y - m) / b + L2
         # inverse Mills ratios phi(a) / Phi(a), stable for very negative a
-        r1 = np.exp(-0.5 * a1**2 - 0.5 * np.log(2 * np.pi) - log_ndtr(a1))
-        r2 = np.exp(-0.5 * a2**2 - 0.5 * np.log(2 * np.pi) - log_ndtr(a2))
+        r1 = np.exp(-0.5 * a1**2 - 0.5 * np.log(2 * np.pi) - L1)
+        r2 = np.exp(-0.5 * a2**2 - 0.5 * np.log(2 * np.pi) - L2)
         mean1, mean2 = m1 - sd * r1, m2 + sd * r2
         top = np.maximum(lw1, lw2)
         w1, w2 = np.exp(lw1 - top), np.exp(lw2 - top)
