@@ -132,3 +132,35 @@ def test_release_l2_theta_warm_starts_from_the_pilot():
     assert choice.scores.shape == (2, len(choice.candidates))
     with pytest.raises(TypeError, match="l2_theta"):
         fit_maxent(tables, dom, l2_theta="lots")
+
+
+def test_refits_fit_the_final_fits_estimator(monkeypatch):
+    """The noisy cells' prior variance includes the chains' Monte Carlo variance, so it depends on the chain
+    count; the rule's refits (a quarter of the chains) must use the final fit's count, or they fit another
+    estimator (on random networks they then chose penalties half a decade too large)."""
+    import ppgm.maxent_rule as rule
+
+    dom, scopes, truth, P = _truth(4)
+    rng = np.random.default_rng(1)
+    x, y = _records(P, 3000, rng)
+    tables = noisy_aggregates(aggregate_records(x, y, dom, scopes), LaplaceMechanism(1.0), rng, n=3000)
+    kw = dict(n=3000, n_chains=800, max_iter=60, seed=0, progress=False)
+    # prior_chains is what the prior reads: the run's own count by default, another count changes the fit
+    own = fit_maxent(tables, dom, l2_theta=50.0, **kw)
+    same = fit_maxent(tables, dom, l2_theta=50.0, prior_chains=800, **kw)
+    other = fit_maxent(tables, dom, l2_theta=50.0, prior_chains=3200, **kw)
+    np.testing.assert_array_equal(own.model.theta, same.model.theta)
+    assert np.abs(other.model.theta - own.model.theta).max() > 1e-3
+    # the default fit hands its refits the final fit's chain count
+    seen = []
+    real = rule.release_l2_theta
+
+    def spy(tables, pilot, n, fit, seed=0, n_boot=2):
+        seen.append((fit.keywords.get("prior_chains"), len(pilot.state.chains)))
+        return real(tables, pilot, n, fit, seed=seed, n_boot=n_boot)
+
+    monkeypatch.setattr(rule, "release_l2_theta", spy)
+    fit_maxent(tables, dom, **kw)
+    assert seen == [(800, 800)]
+    with pytest.raises(ValueError, match="prior_chains"):
+        fit_maxent(tables, dom, l2_theta=50.0, prior_chains=0, **kw)
