@@ -811,8 +811,9 @@ class _Update:
         if self.precondition:
             # A noisy cell's curvature is the exact one times its share w of the observation (Fisher scoring
             # of the Gaussian approximation; without it a step is w times too short). The penalty's is divided
-            # by T + 1 like the data's: the step's 1 / (T + 1) shares the data's curvature among the T tables
-            # each record sits in, not the penalty, which every parameter has alone. docs/regularisation.md
+            # like the data's (theta: by T + 1, mu: by its measured coupling + 1): the step shares the data's
+            # curvature among the tables each record sits in, not the penalty, which every parameter has
+            # alone. docs/regularisation.md
             dir_mu = g_mu / (w_d * np.maximum(d_hat, scale) + 2 * self.l2_mu / (self.mu_share or T + 1))
             dir_th = g_th / (w_c * np.maximum(h_th, scale) + 2 * self.l2_theta / (T + 1))
         else:
