@@ -147,6 +147,52 @@ def test_same_seed_same_result_and_warm_start_continues_exactly():
     assert resumed.state.step == 40
 
 
+def test_noisy_warm_start_carries_mu_momentum_exactly():
+    """On noisy tables mu's default step carries momentum; a resumed run continues it (the state keeps mu's
+    last move), and the momentum is off in the averaging window."""
+    dom, x, y, tables = _tiny(n=2000)
+    noisy = release_aggregates(tables, LaplaceMechanism(1.0), seed=0)
+    kw = dict(n_chains=1000, seed=2, progress=False, average=0.0, l2_theta=30.0)
+    whole = fit_maxent(noisy, dom, max_iter=30, **kw)
+    first = fit_maxent(noisy, dom, max_iter=15, **kw)
+    assert first.state.mu_velocity is not None and np.abs(first.state.mu_velocity).max() > 0
+    resumed = fit_maxent(noisy, dom, max_iter=15, model=first.model, state=first.state, **kw)
+    np.testing.assert_allclose(resumed.model.mu, whole.model.mu, atol=1e-12)
+    fresh = fit_maxent(noisy, dom, max_iter=15, model=first.model, state=first.state.copy(), **kw)
+    first.state.mu_velocity = None  # without the carried move the continuation differs
+    other = fit_maxent(noisy, dom, max_iter=15, model=first.model, state=first.state, **kw)
+    assert np.abs(other.model.mu - fresh.model.mu).max() > 1e-6
+    averaged = fit_maxent(noisy, dom, max_iter=20, **{**kw, "average": 0.5})
+    assert averaged.state.mu_velocity is None  # plain steps in the window
+
+
+def test_mu_momentum_only_on_noisy_cells_and_travels_sooner(monkeypatch):
+    """Exact tables are untouched by the momentum (w = 1 on every cell); on noisy tables, at a fixed penalty,
+    200 steps with it end nearer a long plain run's model than 200 plain steps do (measured: 0.027 against
+    0.032 in total variation; at 30 / 60 / 100 steps 0.061 / 0.056 / 0.046 against 0.062 / 0.061 / 0.051)."""
+    import ppgm.maxent as mx
+
+    dom, x, y, tables = _tiny(n=2000)
+    kw = dict(n_chains=2000, seed=4, progress=False, l2_theta=30.0)
+    with_m = fit_maxent(tables, dom, max_iter=60, **kw)
+    noisy = release_aggregates(tables, LaplaceMechanism(0.5), seed=1)
+    fast = fit_maxent(noisy, dom, max_iter=200, **kw)
+    monkeypatch.setattr(mx, "MU_MOMENTUM", 0.0)
+    without = fit_maxent(tables, dom, max_iter=60, **kw)
+    np.testing.assert_array_equal(with_m.model.mu, without.model.mu)
+    np.testing.assert_array_equal(with_m.model.theta, without.model.theta)
+    slow = fit_maxent(noisy, dom, max_iter=200, **kw)
+    far = fit_maxent(noisy, dom, max_iter=3000, **kw)
+    # compare the joint distributions (mu itself has a gauge along the tables' shared totals)
+    def joint(a):
+        j = a.model.joint_log_table()
+        return np.exp(j - np.logaddexp.reduce(j.ravel()))
+
+    def dist(a):
+        return float(np.abs(joint(a) - joint(far)).sum())
+    assert dist(fast) < 0.9 * dist(slow)
+
+
 def test_noisy_targets_shrink_towards_the_model():
     dom, x, y, tables = _tiny(n=2000)
     noisy = release_aggregates(tables, LaplaceMechanism(2.0), seed=0)
