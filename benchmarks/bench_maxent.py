@@ -59,8 +59,8 @@ from ppgm.sampling import sample_bayes  # noqa: E402
 NOISY_NOTE = (
     "Every table of the all-pairs release (d and c, T tables) gets discrete Laplace noise of scale 2T / epsilon, drawn privately "
     "(OpenDP, from the operating system: each run is a new release). Test NLLH (higher is better). *default*: "
-    "`fit_maxent` / `MaxEntClassifier` defaults (8,000 chains, 300 steps: a 150-step pilot at l2_theta = 30, the "
-    "penalty chosen by a parametric bootstrap of the release, 150 more steps); *1,000 / 3,000 steps*: the same with "
+    "`fit_maxent` / `MaxEntClassifier` defaults (8,000 chains, 300 steps: a 100-step pilot at l2_theta = 30, the "
+    "penalty chosen by a parametric bootstrap of the release, 200 more steps); *1,000 / 3,000 steps*: the same with "
     "max_iter raised; *best - default*: the best of the three stopping times minus the default; time / exact fit: "
     "the default's time over the same learner on the exact tables (same process). Adult is released end to end "
     "privately with its public schema (`aggregate(..., mechanism=, **adult_schema())`); its exact tables use the same schema."

@@ -528,8 +528,8 @@ def fit_maxent(
         within 0.0004 of the validation NLLH of 10,000 x 500 at half its time (see
         ``benchmarks/RESULTS.md``). On noisy tables the noisy cells' steps are Fisher-scaled (the
         curvature times the observation's share of the Gaussian approximation), so PCD settles in a
-        few hundred steps there too; with the release-chosen penalty the pilot runs half of
-        ``max_iter`` and the final fit (which continues its chains) the other half.
+        few hundred steps there too; with the release-chosen penalty the pilot runs a third of
+        ``max_iter`` (``PILOT_SHARE``) and the final fit (which continues its chains) the rest.
     l2_mu : float
         L2 penalty on mu, in units of records (the loss is a sum over N records); light, as the
         paper advises.
@@ -679,6 +679,13 @@ def fit_maxent(
     return PCDResult(model, state, history, gain, l2_theta)
 
 
+PILOT_SHARE = 3  # the release path's pilot runs max_iter // PILOT_SHARE steps, the final fit the rest (docs/regularisation.md)
+
+
+def _pilot_steps(max_iter: int) -> int:
+    return max(int(max_iter) // PILOT_SHARE, 1)
+
+
 def _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_shards, executor, callback, settings, show):
     """fit_maxent on noisy tables with the theta penalty chosen from the release (``ppgm.maxent_rule``):
     the pilot at the exact-data penalty, the bootstrap choice, then the pilot's chains continued at the
@@ -689,12 +696,12 @@ def _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_sh
     fit = functools.partial(fit_maxent, domain=domain, n=n, **settings)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # the pilot is a starting point, tested below
-        pilot = fit(tables, l2_theta=maxent_rule.PILOT_L2, n_chains=n_chains, max_iter=max(int(max_iter) // 2, 1), seed=rng,
+        pilot = fit(tables, l2_theta=maxent_rule.PILOT_L2, n_chains=n_chains, max_iter=_pilot_steps(max_iter), seed=rng,
                     model=model, state=state, n_shards=n_shards, executor=executor, callback=callback, **show)
     # the refits fit the final fit's estimator: the same prior variance, though with fewer chains
     refit = functools.partial(fit, progress=False, prior_chains=settings["prior_chains"] or len(pilot.state.chains))
     choice = maxent_rule.release_l2_theta(tables, pilot, _record_count(tables, n), refit, seed=rng)
-    steps = max(int(max_iter) - int(max_iter) // 2, 1)
+    steps = max(int(max_iter) - _pilot_steps(max_iter), 1)
     # the averaging window stays the last ``average`` of all max_iter steps, all of it in the final fit
     window = min(settings["average"] * int(max_iter) / steps, 0.9)
     final = fit(tables, l2_theta=choice.value, max_iter=steps, model=pilot.model, state=pilot.state, executor=executor,

@@ -30,7 +30,7 @@ from .release_rule import Choice, choose_l2
 
 PILOT_L2 = 30.0  # the exact-data default of ``fit_maxent``'s l2_theta
 UPPER, LOWER = 1000.0, 10.0  # candidates: half-decades from UPPER down to LOWER (grown upwards when the top is best)
-BOOT_CHAINS, BOOT_STEPS = 2000, 150  # a candidate refit: chains and PCD steps
+BOOT_CHAINS, BOOT_STEPS = 2000, 100  # a candidate refit: chains and PCD steps (150 before the momentum: docs/regularisation.md)
 PATIENCE = 1  # stop the descent at the first candidate past the minimum (a refit costs a tenth of a fit)
 SCORE_CHAINS = 4000  # pilot chain states the conditional KL averages over
 
