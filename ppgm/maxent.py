@@ -647,8 +647,8 @@ def fit_maxent(
                 history.setdefault("mu_coupling", []).append((state.step, state.coupling[0]))
             update.step_mu, update.mu_share = DEFAULT_STEP / (state.coupling[0] + 1), state.coupling[0] + 1
         # momentum while mu travels, plain steps in the averaging window (momentum amplifies the chains' noise
-        # in the iterates that are averaged)
-        update.momentum = MU_MOMENTUM if step_mu is None and (it < start_avg or average == 0) else 0.0
+        # in the iterates that are averaged; with average = 0, start_avg = max_iter and it is on throughout)
+        update.momentum = MU_MOMENTUM if step_mu is None and it < start_avg else 0.0
         pairs = pool.map(_pcd_step, layout=layout, mu=model.mu, theta=model.theta, theta0=float(model.theta0)).persist()
         record = update.apply(model, pairs.reduce(_stats_of))
         pool = pairs.map(_shard_of).persist()
