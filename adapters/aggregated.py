@@ -868,11 +868,12 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_chains : int
-        Persistent chains (all shards together); default 8,000.
-    max_iter : int
-        PCD steps; default 300 (both chosen on a validation split of Adult's train rows, see
-        :func:`ppgm.maxent.fit_maxent`), on exact and noisy aggregates alike.
+    n_chains : int, optional
+        Persistent chains (all shards together); default 8,000 on exact aggregates, 4,000 on noisy ones.
+    max_iter : int, optional
+        PCD steps; default 300 on exact aggregates (8,000 x 300 chosen on a validation split of Adult's
+        train rows), 600 on noisy ones: the same budget spent on steps, which noisy fits lack (see
+        :func:`ppgm.maxent.fit_maxent`).
     l2_mu : float
         L2 penalty of the feature parameters.
     l2_theta : float, "release" or None
@@ -910,8 +911,8 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(
         self,
-        n_chains: int = 8_000,
-        max_iter: int = 300,
+        n_chains: int | None = None,
+        max_iter: int | None = None,
         l2_mu: float = 1.0,
         l2_theta: float | str | None = None,
         step_mu: float | None = None,

@@ -57,6 +57,12 @@ EXACT_L2 = 30.0  # theta penalty on exact tables (the best of 10, 20, 30, 60 on 
 #: docs/regularisation.md, "Momentum on the noise-dominated cells" (0.8 lost on tuning releases; on exact tables
 #: a uniform 0.4-0.5 diverged).
 MU_MOMENTUM = 0.5
+#: Default budgets: chains x steps. Exact tables: 8,000 x 300 (tuned on a validation split of Adult's train rows).
+#: Noisy tables: the same budget as 4,000 x 600, the noisy cells' prior keeping 8,000 chains' Monte Carlo variance
+#: (``prior_chains``): there mu travels far and steps, not Monte Carlo precision, limit it. docs/regularisation.md,
+#: "Half the chains, twice the steps".
+EXACT_CHAINS, EXACT_STEPS = 8_000, 300
+NOISY_CHAINS, NOISY_STEPS = 4_000, 600
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -489,8 +495,8 @@ def fit_maxent(
     tables: Sequence[Measurement],
     domain: Domain,
     n: float | None = None,
-    n_chains: int = 8_000,
-    max_iter: int = 300,
+    n_chains: int | None = None,
+    max_iter: int | None = None,
     l2_mu: float = 1.0,
     l2_theta: float | str | None = None,
     step_mu: float | None = None,
@@ -520,16 +526,20 @@ def fit_maxent(
         The features (not the label).
     n : float, optional
         Number of records; default the tables' ``n``, else the mean of the single tables' totals.
-    n_chains : int
-        Persistent Gibbs chains (the paper: about 10% of N, 10k on Adult); at most 10^7.
-    max_iter : int
-        Gradient steps (one Gibbs sweep each). The defaults, 8,000 chains x 300 steps, were chosen
-        on a 20% validation split of Adult's train rows (seeds 7 and 8, never the test split):
+    n_chains : int, optional
+        Persistent Gibbs chains (the paper: about 10% of N, 10k on Adult); at most 10^7. Default 8,000 on
+        exact tables, 4,000 on noisy ones (see ``max_iter``).
+    max_iter : int, optional
+        Gradient steps (one Gibbs sweep each). Default 300 on exact tables: 8,000 chains x 300 steps were
+        chosen on a 20% validation split of Adult's train rows (seeds 7 and 8, never the test split):
         within 0.0004 of the validation NLLH of 10,000 x 500 at half its time (see
-        ``benchmarks/RESULTS.md``). On noisy tables the noisy cells' steps are Fisher-scaled (the
-        curvature times the observation's share of the Gaussian approximation), so PCD settles in a
-        few hundred steps there too; with the release-chosen penalty the pilot runs a third of
-        ``max_iter`` (``PILOT_SHARE``) and the final fit (which continues its chains) the rest.
+        ``benchmarks/RESULTS.md``). On noisy tables the same budget runs as 4,000 chains x 600 steps (the
+        noisy cells' prior keeping 8,000 chains' Monte Carlo variance, ``prior_chains``): mu travels far
+        towards noisy tables and per-step progress limits it, not the chains' precision (tuning releases of
+        Adult at epsilon 1: +0.006 to +0.014 validation NLLH at the same time, within 0.004 of 1,000-step runs;
+        ``docs/regularisation.md``). The noisy cells' steps are Fisher-scaled (the curvature times the
+        observation's share of the Gaussian approximation); with the release-chosen penalty the pilot runs a
+        third of ``max_iter`` (``PILOT_SHARE``) and the final fit (which continues its chains) the rest.
     l2_mu : float
         L2 penalty on mu, in units of records (the loss is a sum over N records); light, as the
         paper advises.
@@ -580,9 +590,9 @@ def fit_maxent(
         to the history (e.g. a validation NLLH).
     prior_chains : int, optional
         Noisy tables: the chain count whose Monte Carlo variance the noisy cells' prior includes
-        (default: the chains of this run). That variance sets how far the targets follow the noisy
-        counts, so it shapes the fitted model; the penalty rule's refits, with a quarter of the
-        chains, pass the final fit's count so that they fit the same estimator (with their own,
+        (default: 8,000 with the default chains, else the chains of this run). That variance sets how far
+        the targets follow the noisy counts, so it shapes the fitted model; the penalty rule's refits, with
+        fewer chains, pass the final fit's count so that they fit the same estimator (with their own,
         they chose penalties half a decade too large: ``docs/regularisation.md``).
 
     Returns
@@ -604,6 +614,15 @@ def fit_maxent(
     checks.flag(precondition, "precondition")
     checks.flag(progress, "progress")
     checks.callback(callback)
+    noisy = isinstance(tables, (list, tuple)) and any(isinstance(t, Measurement) and t.noise != "none" for t in tables)
+    if n_chains is None:
+        n_chains = NOISY_CHAINS if noisy else EXACT_CHAINS
+        if noisy and prior_chains is None:
+            prior_chains = EXACT_CHAINS  # the estimator tuned at the exact tables' chain count
+    elif noisy and prior_chains is None and state is None:
+        prior_chains = n_chains  # as before: the run's own chains (with a state: the state's, below)
+    if max_iter is None:
+        max_iter = NOISY_STEPS if noisy else EXACT_STEPS
     l2_rule = l2_theta is None or (isinstance(l2_theta, str) and l2_theta == "release")
     if isinstance(l2_theta, str) and not l2_rule:
         raise TypeError(f"l2_theta: expected a number >= 0, 'release' or None, got {l2_theta!r}")
@@ -694,13 +713,17 @@ def _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_sh
     from . import maxent_rule
 
     rng = as_generator(seed)
+    settings = dict(settings)
+    prior = settings.pop("prior_chains")
     fit = functools.partial(fit_maxent, domain=domain, n=n, **settings)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # the pilot is a starting point, tested below
         pilot = fit(tables, l2_theta=maxent_rule.PILOT_L2, n_chains=n_chains, max_iter=_pilot_steps(max_iter), seed=rng,
-                    model=model, state=state, n_shards=n_shards, executor=executor, callback=callback, **show)
-    # the refits fit the final fit's estimator: the same prior variance, though with fewer chains
-    refit = functools.partial(fit, progress=False, prior_chains=settings["prior_chains"] or len(pilot.state.chains))
+                    model=model, state=state, n_shards=n_shards, executor=executor, callback=callback, prior_chains=prior,
+                    **show)
+    # the refits and the final fit fit the pilot's estimator: the same prior variance, though with fewer chains
+    fit = functools.partial(fit, prior_chains=prior or len(pilot.state.chains))
+    refit = functools.partial(fit, progress=False)
     choice = maxent_rule.release_l2_theta(tables, pilot, _record_count(tables, n), refit, seed=rng)
     steps = max(int(max_iter) - _pilot_steps(max_iter), 1)
     # the averaging window stays the last ``average`` of all max_iter steps, all of it in the final fit

@@ -166,6 +166,40 @@ def test_noisy_warm_start_carries_mu_momentum_exactly():
     assert averaged.state.mu_velocity is None  # plain steps in the window
 
 
+def test_noisy_default_budget_is_half_the_chains_twice_the_steps():
+    """Exact tables: 8,000 chains x 300 steps. Noisy ones: the same budget as 4,000 x 600, the noisy cells' prior
+    keeping 8,000 chains' Monte Carlo variance (the estimator the penalty rule and the tuning used); chains given
+    explicitly set the prior too, which changes the fit."""
+    from ppgm.maxent import EXACT_CHAINS, EXACT_STEPS, NOISY_CHAINS, NOISY_STEPS
+
+    assert (EXACT_CHAINS, EXACT_STEPS, NOISY_CHAINS, NOISY_STEPS) == (8000, 300, 4000, 600)
+    dom, x, y, tables = _tiny(n=2000)
+    exact = fit_maxent(tables, dom, seed=1, progress=False)
+    assert len(exact.state.chains) == 8000 and exact.state.step == 300
+    noisy = release_aggregates(tables, LaplaceMechanism(1.0), seed=0)
+    kw = dict(seed=1, progress=False, l2_theta=30.0)
+    default = fit_maxent(noisy, dom, **kw)
+    assert len(default.state.chains) == 4000 and default.state.step == 600
+    spelled = fit_maxent(noisy, dom, n_chains=4000, max_iter=600, prior_chains=8000, **kw)
+    np.testing.assert_array_equal(default.model.theta, spelled.model.theta)
+    own = fit_maxent(noisy, dom, n_chains=4000, max_iter=600, **kw)  # prior at its own 4,000 chains
+    assert np.abs(own.model.theta - default.model.theta).max() > 1e-6
+    # a resumed default run keeps the default's prior, so two halves are the whole
+    half = fit_maxent(noisy, dom, max_iter=300, average=0.0, **kw)
+    rest = fit_maxent(noisy, dom, max_iter=300, average=0.0, model=half.model, state=half.state, **kw)
+    whole = fit_maxent(noisy, dom, max_iter=600, average=0.0, **kw)
+    np.testing.assert_allclose(rest.model.theta, whole.model.theta, atol=1e-12)
+    # the release path with chains given, fresh or warm-started: pilot, refits and final fit all take their prior
+    # from those chains
+    kw = dict(seed=1, progress=False, n_chains=1000, max_iter=60)
+    start = fit_maxent(noisy, dom, l2_theta=30.0, seed=1, progress=False, n_chains=1000, max_iter=10)
+    for warm in ({}, dict(model=start.model, state=start.state)):  # fit_maxent copies the state it is given
+        own = fit_maxent(noisy, dom, **kw, **warm)
+        assert own.selection is not None
+        spelled = fit_maxent(noisy, dom, prior_chains=1000, **kw, **warm)
+        np.testing.assert_array_equal(own.model.theta, spelled.model.theta)
+
+
 def test_mu_momentum_only_on_noisy_cells_and_travels_sooner(monkeypatch):
     """Exact tables are untouched by the momentum (w = 1 on every cell); on noisy tables, at a fixed penalty,
     200 steps with it end nearer a long plain run's model than 200 plain steps do (measured: 0.027 against

@@ -191,6 +191,26 @@ def test_noise_factor_gradients_match_finite_differences():
         np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-8)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0.5, 50), st.floats(1.0, 400), st.floats(-12, 12), st.floats(0.02, 4))
+def test_laplace_posterior_mean_matches_numerical_integration(b, sd, offset, ratio):
+    """Laplace noise of scale b on a Gaussian prior N(m, sd^2) (the noisy MaxEnt targets): E[n | y] against a
+    quadrature of the unnormalised posterior, y = m + offset * b, from the prior's centre to deep in the
+    exponential tail (where the posterior is the prior shifted by sd^2 / b)."""
+    m, y = 1000.0, 1000.0 + offset * b
+    sd = sd * ratio
+    meas = Measurement(("A",), np.array([y]), "laplace", b)
+    mean = meas.posterior_mean(np.array([m]), np.array([sd**2]))
+    grid = np.linspace(min(m, y) - 12 * sd - 40 * b, max(m, y) + 12 * sd + 40 * b, 400_001)
+    logp = -0.5 * ((grid - m) / sd) ** 2 - np.abs(y - grid) / b
+    p = np.exp(logp - logp.max())
+    assert mean[0] == pytest.approx(float(p @ grid / p.sum()), abs=1e-4 * sd + 1e-9 * m)
+    # Gaussian noise: the conjugate update; exact counts: the count itself
+    g = Measurement(("A",), np.array([y]), "gaussian", b)
+    assert g.posterior_mean(np.array([m]), np.array([sd**2]))[0] == pytest.approx(m + sd**2 / (sd**2 + b**2) * (y - m))
+    assert Measurement(("A",), np.array([max(y, 0.0)])).posterior_mean(np.array([m]), np.array([sd**2]))[0] == max(y, 0.0)
+
+
 def _brute_projection(v):
     best, best_d = None, np.inf
     n = len(v)
