@@ -614,23 +614,22 @@ def fit_maxent(
     checks.flag(precondition, "precondition")
     checks.flag(progress, "progress")
     checks.callback(callback)
-    noisy = isinstance(tables, (list, tuple)) and any(isinstance(t, Measurement) and t.noise != "none" for t in tables)
+    tables = _check_tables(tables)
+    noisy = any(t.noise != "none" for t in tables)
     if n_chains is None:
         n_chains = NOISY_CHAINS if noisy else EXACT_CHAINS
         if noisy and prior_chains is None:
-            prior_chains = EXACT_CHAINS  # the estimator tuned at the exact tables' chain count
-    elif noisy and prior_chains is None and state is None:
-        prior_chains = n_chains  # as before: the run's own chains (with a state: the state's, below)
+            prior_chains = EXACT_CHAINS  # the estimator tuned at the exact tables' chain count (else: the run's own)
     if max_iter is None:
         max_iter = NOISY_STEPS if noisy else EXACT_STEPS
     l2_rule = l2_theta is None or (isinstance(l2_theta, str) and l2_theta == "release")
     if isinstance(l2_theta, str) and not l2_rule:
         raise TypeError(f"l2_theta: expected a number >= 0, 'release' or None, got {l2_theta!r}")
-    tables = _check_fit_arguments(tables, n_chains, max_iter, l2_mu, EXACT_L2 if l2_rule else l2_theta, average, step_mu,
-                                  step_theta, max_step, n_shards, callback_every)
+    _check_fit_arguments(n_chains, max_iter, l2_mu, EXACT_L2 if l2_rule else l2_theta, average, step_mu, step_theta, max_step,
+                         n_shards, callback_every)
     if prior_chains is not None:
         checks.count(prior_chains, "prior_chains", maximum=MAX_CHAINS)
-    if l2_rule and any(t.noise != "none" for t in tables):
+    if l2_rule and noisy:
         return _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_shards, executor, callback,
                             dict(l2_mu=l2_mu, step_mu=step_mu, step_theta=step_theta, rescaled=rescaled,
                                  precondition=precondition, max_step=max_step, average=average, prior_chains=prior_chains),
@@ -737,8 +736,7 @@ def _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_sh
     return PCDResult(final.model, final.state, history, final.remaining_gain, choice.value, choice.as_record())
 
 
-def _check_fit_arguments(tables, n_chains, max_iter, l2_mu, l2_theta, average, step_mu, step_theta, max_step, n_shards,
-                         callback_every) -> list:
+def _check_tables(tables) -> list:
     if isinstance(tables, (str, bytes)) or not isinstance(tables, (list, tuple)):
         raise TypeError(f"tables: expected a list of aggregated Measurements, got {type(tables).__name__}")
     tables = list(tables)
@@ -749,6 +747,11 @@ def _check_fit_arguments(tables, n_chains, max_iter, l2_mu, l2_theta, average, s
             raise TypeError(f"tables[{k}]: expected a ppgm Measurement, got {type(t).__name__}")
         if t.label_sums is None:
             raise ValueError(f"tables[{k}]: expected label sums (aggregated counts d and label sums c)")
+    return tables
+
+
+def _check_fit_arguments(n_chains, max_iter, l2_mu, l2_theta, average, step_mu, step_theta, max_step, n_shards,
+                         callback_every) -> None:
     checks.count(n_chains, "n_chains", maximum=MAX_CHAINS)
     checks.count(max_iter, "max_iter")
     checks.count(callback_every, "callback_every")
@@ -763,7 +766,6 @@ def _check_fit_arguments(tables, n_chains, max_iter, l2_mu, l2_theta, average, s
     checks.in_range(average, "average", 0.0, 1.0)
     if average == 1.0:
         raise ValueError("average: expected a fraction in [0, 1), got 1.0")
-    return tables
 
 
 def _initial_state(model: MaxEntModel, n_chains: int, n_shards: int, seed) -> PCDState:
