@@ -635,8 +635,9 @@ def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measur
     """:func:`estep_dual` by truncated Newton when the dual is smooth (no box: every table Gaussian,
     or moment-matched) and unpooled on an exact oracle. The dual's Hessian is ``N F(theta - lambda) +
     s2``: its products are exact (:meth:`MarginalOracle.fisher`), and it is preconditioned by the tree's
-    inverse Fisher information on the gauge's complement (``1 / s2`` along the gauge, where F
-    vanishes) or by its diagonal. The stopping test is L-BFGS-B's in its scaled variables: the
+    inverse of ``F + s2 / N`` (:meth:`MarginalOracle.inverse_hessian`, good whether the noise or the
+    counts dominate a cell) on the gauge's complement (``1 / s2`` along the gauge, where F vanishes)
+    or by its diagonal. The stopping test is L-BFGS-B's in its scaled variables: the
     gradient over ``N sqrt(N mu (1 - mu) + s2)`` at the start, at most ``tol``."""
     lam = np.zeros(y.size) if lam0 is None else np.array(lam0, dtype=float)
 
@@ -662,7 +663,7 @@ def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measur
     # affine (it moves by <g, mu>, the same for every mu), so D's G-part is a quadratic in lambda_G whose
     # minimum is closed-form, -G(y - N mu) / s2, and Newton only works on G's complement (one projection
     # per product instead of two). Otherwise the whole space, the gauge preconditioned by 1 / s2.
-    split = bool(np.ptp(s2) == 0) and oracle.inverse_fisher(mu, s2 / N) is not None
+    split = bool(np.ptp(s2) == 0) and oracle.inverse_hessian(mu, s2 / N) is not None
     if split:
         new_g = -gauge.gauge(y - N * mu) / s2[0]
         delta = new_g - gauge.gauge(lam)
@@ -683,7 +684,7 @@ def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measur
         g_norm = float(np.sqrt(grad @ grad))
         g0 = g0 or g_norm
         F = oracle.fisher(theta - lam, mu)
-        J = oracle.inverse_fisher(mu, s2 / N)
+        J = oracle.inverse_hessian(mu, s2 / N)
         if J is None:
             d = N * mu * (1 - mu) + s2
             precondition = lambda r: r / d  # noqa: E731

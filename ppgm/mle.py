@@ -218,6 +218,60 @@ class MarginalOracle:
             return out
         return apply
 
+    def inverse_hessian(self, mu: np.ndarray, ridge: float | np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
+        """``r -> P r``, an approximate inverse of ``F + diag(ridge)`` (F the Fisher information at the
+        flat marginals ``mu``) that stays good when the ridge is as large as the cells' marginals or
+        larger: CGM-EM's E-step, whose Hessian is ``N F + s2`` with the noise variance s2 of each
+        released cell. None when :meth:`inverse_fisher` is.
+
+        The tree's inverse Fisher information J0 is block-diagonal, one block per clique:
+        ``diag(1 / mu_C) - M' diag(1 / mu_S) M`` (M sums a clique onto its separator with its parent).
+        Each block of ``(J0^-1 + ridge)^-1`` has a closed form (Woodbury, once per block, the
+        separator cells' groups disjoint): with ``w = mu + ridge`` and ``a = mu / w``, it is
+        ``diag(1 / w) - diag(a) M' diag(1 / sum_group(mu^2 / w)) M diag(a)``, with no cancellation at
+        any ridge. That alone treats the directions J0 leaves out (the sub-tables' parameters, each
+        group's own mu) as infinitely curved, which is right when the ridge is small and wrong when it
+        dominates; the diagonal ``ridge / w^2`` added on every parameter is the noise-dominated part
+        of the inverse (it vanishes as ``ridge / mu^2`` for small ridges and tends to ``1 / ridge``
+        where the ridge dominates, so that P lies within a factor 2 of ``1 / ridge`` there). On random trees its preconditioned condition number stayed
+        within 2-8 for ridges from 1e-5 to 1 against 3-48 for :meth:`inverse_fisher` with the same
+        ridge, and CGM-EM's E-steps took 1.5-3x fewer products (``docs/scale.md``, session 28).
+
+        Examples
+        --------
+        >>> d = Domain(("A", "B"), (2, 2))
+        >>> o = MarginalOracle(d, [("A",), ("A", "B")])
+        >>> log_z, mu = o.flat(np.zeros(o.params.size))
+        >>> r = np.array([1.0, -1.0, 0.5, -0.5, 0.5, -0.5])
+        >>> bool(np.allclose(o.inverse_hessian(mu, 1e-12)(r), o.inverse_fisher(mu, 0.0)(r)))  # no noise: J0
+        True
+        >>> ratio = o.inverse_hessian(mu, 1e6)(r) * 1e6 / r      # noise dominates: 1 / ridge to 2 / ridge
+        >>> bool((ratio > 0.99).all() and (ratio < 2.01).all())
+        True
+        """
+        idx = self._clique_params if self.exact else None
+        if idx is None:
+            return None
+        cells, sep, starts = self.tree._separator_groups()  # type: ignore[union-attr]  # exact: the tree exists
+        held = idx[cells]  # the separator groups as parameter indices
+        m = np.asarray(mu, dtype=float)
+        rho = np.broadcast_to(np.asarray(ridge, dtype=float), m.shape)
+        w = m + rho
+        diag = rho / (w * w)  # the noise-dominated part, on every parameter (sub-tables included)
+        diag[idx] += 1.0 / w[idx]
+        a = (m / w)[held]
+        mass = np.add.reduceat(a * m[held], starts) if cells.size else np.zeros(0)  # sum over the group of mu^2 / w
+        c = np.divide(1.0, mass, out=np.zeros_like(mass), where=mass > 0)
+
+        def apply(r: np.ndarray) -> np.ndarray:
+            out = r * diag
+            if held.size:
+                t = np.add.reduceat(a * r[held], starts)
+                t *= c
+                out[held] -= a * t[sep]
+            return out
+        return apply
+
     def canonical(self, mu: np.ndarray, ridge: float) -> np.ndarray | None:
         """Log-potentials whose model has the tree's clique tables of ``mu`` (flat, this layout) as
         its root marginal and its cliques' conditionals given their separators: ``log (mu_C + ridge)``
