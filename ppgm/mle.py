@@ -180,8 +180,8 @@ class MarginalOracle:
         """``v -> F(x) v``, the Fisher information at ``x`` times a direction: the derivative of the
         scopes' marginals along ``v``. Exact on the junction tree (:meth:`JunctionTree.fisher`,
         from one calibration, reused for every product); a forward difference of Bethe marginals
-        otherwise. ``mu``: the flat marginals at ``x`` when the caller has them (with every scope a
-        clique of its own they are the tree's beliefs, and no calibration is needed)."""
+        otherwise. ``mu``: the flat marginals at ``x`` when the caller has them (when every clique of the
+        tree is one of the scopes, the tree's beliefs are among them, and no calibration is needed)."""
         if not self.exact:
             mu0 = self.flat(x)[1] if mu is None else mu
             return lambda v: fisher_product(lambda z: self.flat(z)[1], x, mu0, v)
@@ -190,7 +190,10 @@ class MarginalOracle:
             cell_of_param, param_of_cell = self._gather
             F = tree.fisher((np.asarray(mu) if mu is not None else self.flat(x)[1])[param_of_cell])  # type: ignore[union-attr]
             return lambda v: F(v[param_of_cell])[cell_of_param]
-        F = tree.fisher(tree.calibrate_flat(self._to_cells(x)).flat_beliefs)  # type: ignore[union-attr]
+        if mu is not None and self._clique_params is not None:  # every clique a scope: its cells are the beliefs
+            F = tree.fisher(np.asarray(mu)[self._clique_params])  # type: ignore[union-attr]
+        else:
+            F = tree.fisher(tree.calibrate_flat(self._to_cells(x)).flat_beliefs)  # type: ignore[union-attr]
         return lambda v: self._to_params(F(self._to_cells(v)))
 
     def inverse_fisher(self, mu: np.ndarray, ridge: float | np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
