@@ -545,6 +545,26 @@ def _moment_matched(ms: Sequence[Measurement]) -> list[Measurement]:
             if m.noise == "laplace" else m for m in ms]
 
 
+@dataclass(frozen=True)
+class _DualData:
+    """What the E-step's dual reads of a release, the same at every EM iteration: the pooled tables' map,
+    the released cells, their Gaussian variances (0 for Laplace), the Laplace box and the noise laws'
+    log-normalising constants."""
+
+    obs: sparse.csr_matrix | None
+    y: np.ndarray
+    s2: np.ndarray
+    box: np.ndarray
+    constants: float
+
+    @classmethod
+    def of(cls, ms: Sequence[Measurement]) -> "_DualData":
+        return cls(_observation(ms), np.concatenate([m.values.ravel() for m in ms]),
+                   np.concatenate([np.full(m.values.size, m.scale**2 if m.noise == "gaussian" else 0.0) for m in ms]),
+                   np.concatenate([np.full(m.values.size, 1.0 / m.scale if m.noise == "laplace" else np.inf) for m in ms]),
+                   _noise_constants(ms))
+
+
 def _noise_constants(ms: Sequence[Measurement]) -> float:
     c = 0.0
     for m in ms:
@@ -558,22 +578,20 @@ def _noise_constants(ms: Sequence[Measurement]) -> float:
 @one_blas_thread
 def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measurement], N: float,
                lam0: np.ndarray | None = None, max_iter: int = 500, tol: float = 1e-9, info: dict | None = None,
-               at_start: tuple | None = None, method: str = "auto"):
+               at_start: tuple | None = None, method: str = "auto", data: _DualData | None = None):
     """Solve Problem 6 through its dual; returns (lambda, marginals, primal value, evaluations).
     ``info``, when given, receives ``converged`` (the solver's own test passed), its ``message``, and
     ``log_z`` and flat ``mu`` at the answer. ``at_start``: ``(log_z, mu)`` at theta - lam0 when the
     caller has them (CGM-EM: the previous E-step's answer, unchanged by its M-step). ``method``:
     ``"newton"`` (truncated Newton, taken by ``"auto"`` when the dual is smooth: every table Gaussian or
     moment-matched, none pooled, an exact oracle) or ``"lbfgs"`` (L-BFGS-B, which also takes the Laplace
-    tables' box).
+    tables' box). ``data``: ``_DualData.of(ms)`` when the caller keeps it across E-steps.
     lambda has one entry per measured cell; a pooled table's enters every clique it sums
     (theta - P lambda, :func:`_observation`)."""
-    obs = _observation(ms)
+    data = _DualData.of(ms) if data is None else data
+    obs, y, s2, box = data.obs, data.y, data.s2, data.box
     expand = (lambda v: v) if obs is None else (lambda v: obs @ v)
     pool = (lambda v: v) if obs is None else (lambda v: obs.T @ v)
-    y = np.concatenate([m.values.ravel() for m in ms])
-    s2 = np.concatenate([np.full(m.values.size, m.scale**2 if m.noise == "gaussian" else 0.0) for m in ms])
-    box = np.concatenate([np.full(m.values.size, 1.0 / m.scale if m.noise == "laplace" else np.inf) for m in ms])
     evals = [0]
     last: dict = {}  # the latest calibration: L-BFGS-B's first point and its final one are calibrated once
 
@@ -594,7 +612,7 @@ def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measureme
         raise ValueError(f"method: expected 'auto', 'lbfgs', or 'newton' on a smooth dual, got {method!r}")
     if smooth and method != "lbfgs":
         # a smooth, strictly convex dual (Gaussian or moment-matched tables): truncated Newton
-        return _estep_newton(oracle, theta, ms, y, s2, N, lam0, max_iter, tol, info, at_start, evals)
+        return _estep_newton(oracle, theta, data.constants, y, s2, N, lam0, max_iter, tol, info, at_start, evals)
     x0 = np.zeros(y.size) if lam0 is None else np.clip(lam0, -box, box)
     # Diagonal preconditioning: the Hessian of N log Z(theta - l) has diagonal N mu (1 - mu) per cell;
     # optimising over z = h l with h = sqrt(that diagonal) makes L-BFGS-B see a far better conditioned problem.
@@ -622,14 +640,14 @@ def estep_dual(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measureme
     mus = oracle.params.split(mu)
     if info is not None:
         info.update(converged=converged, message=message, log_z=log_z, mu=mu)
-    value = float(lam @ y + 0.5 * (s2 * lam) @ lam + N * log_z) + _noise_constants(ms)
+    value = float(lam @ y + 0.5 * (s2 * lam) @ lam + N * log_z) + data.constants
     return lam, mus, value, evals[0]
 
 
 ESTEP_MAX_STEP = 30.0  # the largest change of a dual variable (a log-potential shift) in one Newton step
 
 
-def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measurement], y: np.ndarray, s2: np.ndarray,
+def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, constants: float, y: np.ndarray, s2: np.ndarray,
                   N: float, lam0: np.ndarray | None, max_iter: int, tol: float, info: dict | None, at_start: tuple | None,
                   evals: list) -> tuple:
     """:func:`estep_dual` by truncated Newton when the dual is smooth (no box: every table Gaussian,
@@ -713,7 +731,7 @@ def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measur
     mus = oracle.params.split(mu)
     if info is not None:
         info.update(converged=converged, message=message, log_z=log_z, mu=mu)
-    return lam, mus, f + _noise_constants(ms), evals[0]
+    return lam, mus, f + constants, evals[0]
 
 
 def estep_nlbp(oracle: MarginalOracle, theta: np.ndarray, ms: Sequence[Measurement], N: float,
@@ -1027,9 +1045,14 @@ class _EM:
         return new, record
 
     @cached_property
+    def dual_data(self) -> _DualData:
+        """What the E-step's dual reads of the release, built once per fit."""
+        return _DualData.of(self.ms)
+
+    @property
     def observation(self) -> sparse.csr_matrix | None:
         """The pooled tables' P (:func:`_observation`), built once per fit."""
-        return _observation(self.ms)
+        return self.dual_data.obs
 
     def _penalty(self, theta: np.ndarray) -> float:
         """l2 ||v||^2 (per record) on the free parameters: theta, or the shared tables when tied."""
@@ -1048,7 +1071,7 @@ class _EM:
             # after an M-step theta - lambda is where the last E-step ended (lambda moved with theta): reuse it
             again = self.start_marginals if self.lam is not None and self.observation is None else None
             self.lam, mus, value, evals = estep_dual(self.oracle, theta, self.ms, N, lam0=self.lam, max_iter=self.estep_iter, tol=tol_t,
-                                                     info=info, at_start=again)
+                                                     info=info, at_start=again, data=self.dual_data)
             self.counts = [N * mu for mu in mus]
             self.start_marginals = (info["log_z"], info["mu"])  # at theta - lambda: where the M-step starts
             return mus, value, evals, info["converged"]
