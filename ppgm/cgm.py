@@ -256,6 +256,7 @@ def naive_mle(
     seed=0,
     n_boot: int = N_BOOT,
     criterion: str = "kl",
+    oracle: MarginalOracle | None = None,
 ) -> FitResult:
     """The paper's baseline: treat y_C / N as marginals (projected onto the simplex) and fit them.
 
@@ -281,6 +282,9 @@ def naive_mle(
         The rule's score of a refit against its simulated truth: KL (default) or, for users scored on
         workload error (as AIM is), the mean total variation over the released cliques
         (:func:`ppgm.release_rule.tv_from`).
+    oracle : MarginalOracle, optional
+        A prebuilt oracle for the measurements' cliques (:class:`ppgm.mle.MarginalOracle`), for callers that
+        fit the same structure again (CGM-EM's start): its junction tree and gauge are built once.
 
     Returns
     -------
@@ -307,7 +311,10 @@ def naive_mle(
     project = checks.flag(project, "project")
     criterion_score(criterion)  # checks the name before any work
     selection = None
-    oracle = MarginalOracle(domain, _scopes(ms))  # one junction tree and gauge for the rule and the fit
+    if oracle is None:  # one junction tree and gauge for the rule and the fit
+        oracle = MarginalOracle(domain, _scopes(ms))
+    elif not isinstance(oracle, MarginalOracle) or oracle.params.scopes != _scopes(ms) or oracle.params.domain != domain:
+        raise ValueError("oracle: expected a MarginalOracle built on this domain for the measurements' cliques, in order")
     if l2 is None or l2 == "release":
         choice = release_l2(domain, ms, N, tie, project, seed, n_boot, oracle=oracle, criterion=criterion)
         l2, selection = choice.value, choice.as_record()
@@ -940,7 +947,7 @@ def cgm_em(
             choice = release_l2(domain, ms, N, tie, seed=seed, pilot=pilot)
             selection["l2"] = choice.as_record()
             init_l2 = choice.value
-        start = naive_mle(domain, ms, N=N, l2=init_l2, tied=tie, tol=INIT_TOL, seed=seed)
+        start = naive_mle(domain, ms, N=N, l2=init_l2, tied=tie, tol=INIT_TOL, seed=seed, oracle=oracle)
         init, start_l2 = start.model, start.l2
     observed = _moment_matched if moment_match else list
 

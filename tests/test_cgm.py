@@ -339,3 +339,19 @@ def test_pooled_release_learns_a_tied_chain_better_than_separate_tables():
     untied = cgm_em(d, pooled, progress=False, stop="converged", init_l2="calibrated")
     assert len(untied.counts) == len(first) + len(edges)
     assert np.isfinite(kl_divergence(truth, untied.model))
+
+
+def test_naive_mle_on_a_shared_oracle_is_the_same_fit_and_a_wrong_oracle_is_refused():
+    """CGM-EM fits its start on its own oracle: the same numbers as a naive fit that builds one, and an
+    oracle of another structure is named as the bad argument (not silently used)."""
+    truth = third_order_chain(5, 2, seed=3)
+    ys = [Measurement(f.variables, 2000 * f.values + np.random.default_rng(i).normal(0, 3, f.values.shape), "gaussian", 3.0)
+          for i, f in enumerate(infer(truth).factor_marginals())]
+    oracle = MarginalOracle(truth.domain, [m.variables for m in ys])
+    own = naive_mle(truth.domain, ys, N=2000.0, l2="calibrated")
+    shared = naive_mle(truth.domain, ys, N=2000.0, l2="calibrated", oracle=oracle)
+    for a, b in zip(own.model.factors, shared.model.factors):
+        np.testing.assert_array_equal(a.values, b.values)
+    other = MarginalOracle(truth.domain, [m.variables for m in ys[1:]])
+    with pytest.raises(ValueError, match="oracle"):
+        naive_mle(truth.domain, ys, N=2000.0, l2="calibrated", oracle=other)
