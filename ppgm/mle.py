@@ -236,9 +236,10 @@ class MarginalOracle:
         group's own mu) as infinitely curved, which is right when the ridge is small and wrong when it
         dominates; the diagonal ``ridge / w^2`` added on every parameter is the noise-dominated part
         of the inverse (it vanishes as ``ridge / mu^2`` for small ridges and tends to ``1 / ridge``
-        where the ridge dominates, so that P lies within a factor 2 of ``1 / ridge`` there). On random trees its preconditioned condition number stayed
-        within 2-8 for ridges from 1e-5 to 1 against 3-48 for :meth:`inverse_fisher` with the same
-        ridge, and CGM-EM's E-steps took 1.5-3x fewer products (``docs/scale.md``, session 28).
+        where the ridge dominates, so that P lies within a factor 2 of ``1 / ridge`` there). On random
+        trees the preconditioned condition number stayed at most 8 for ridges from 1e-5 to 1, against
+        up to 48 for :meth:`inverse_fisher` with the same ridge, and CGM-EM's E-steps took 1.5-3x fewer
+        products (``docs/scale.md``, session 28).
 
         Examples
         --------
