@@ -311,10 +311,7 @@ def naive_mle(
     project = checks.flag(project, "project")
     criterion_score(criterion)  # checks the name before any work
     selection = None
-    if oracle is None:  # one junction tree and gauge for the rule and the fit
-        oracle = MarginalOracle(domain, _scopes(ms))
-    elif not isinstance(oracle, MarginalOracle) or oracle.params.scopes != _scopes(ms) or oracle.params.domain != domain:
-        raise ValueError("oracle: expected a MarginalOracle built on this domain for the measurements' cliques, in order")
+    oracle = oracle or MarginalOracle(domain, _scopes(ms))  # one junction tree and gauge for the rule and the fit
     if l2 is None or l2 == "release":
         choice = release_l2(domain, ms, N, tie, project, seed, n_boot, oracle=oracle, criterion=criterion)
         l2, selection = choice.value, choice.as_record()
@@ -688,7 +685,7 @@ def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, constants: float, y
     # affine (it moves by <g, mu>, the same for every mu), so D's G-part is a quadratic in lambda_G whose
     # minimum is closed-form, -G(y - N mu) / s2, and Newton only works on G's complement (one projection
     # per product instead of two). Otherwise the whole space, the gauge preconditioned by 1 / s2.
-    split = bool(np.ptp(s2) == 0) and oracle.inverse_hessian(mu, s2 / N) is not None
+    split = bool(np.ptp(s2) == 0) and oracle.tree_inverse
     if split:
         new_g = -gauge.gauge(y - N * mu) / s2[0]
         delta = new_g - gauge.gauge(lam)

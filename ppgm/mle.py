@@ -105,6 +105,22 @@ class _Parameters:
         return MarkovNetwork._unchecked(self.domain, tuple(Factor._unchecked(s, t) for s, t in zip(self.scopes, self.split(x))))
 
 
+def _diagonal_minus_groups(diag: np.ndarray, held: np.ndarray, sep: np.ndarray, starts: np.ndarray, c: np.ndarray,
+                           a: np.ndarray | None = None) -> Callable[[np.ndarray], np.ndarray]:
+    """``r -> diag r - A' diag(c) A r``, A summing ``a * r`` over the cells ``held`` in groups (``starts``;
+    ``sep`` the group of each held cell; ``a`` of ones when None): the tree's block inverses in the parameter
+    layout (:meth:`MarginalOracle.inverse_fisher`, :meth:`MarginalOracle.inverse_hessian`)."""
+
+    def apply(r: np.ndarray) -> np.ndarray:
+        out = r * diag
+        if held.size:
+            t = np.add.reduceat(r[held] if a is None else a * r[held], starts)
+            t *= c
+            out[held] -= t[sep] if a is None else a * t[sep]
+        return out
+    return apply
+
+
 class MarginalOracle:
     """log Z and the marginals over given scopes for parameter vectors of a fixed structure.
 
@@ -196,30 +212,34 @@ class MarginalOracle:
             F = tree.fisher(tree.calibrate_flat(self._to_cells(x)).flat_beliefs)  # type: ignore[union-attr]
         return lambda v: self._to_params(F(self._to_cells(v)))
 
+    @property
+    def tree_inverse(self) -> bool:
+        """Whether the tree's inverses (:meth:`inverse_fisher`, :meth:`inverse_hessian`) and :meth:`canonical`
+        exist: an exact oracle whose every junction-tree clique is one of the scopes."""
+        return self.exact and self._clique_params is not None
+
+    def _groups(self) -> tuple | None:
+        """The clique parameters (in the tree's cell order) and the tree's separator groups: ``(idx, cells,
+        sep, starts)`` (:meth:`JunctionTree._separator_groups`), or None without a tree inverse."""
+        if not self.tree_inverse:
+            return None
+        return (self._clique_params, *self.tree._separator_groups())  # type: ignore[union-attr]  # exact: the tree exists
+
     def inverse_fisher(self, mu: np.ndarray, ridge: float | np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
         """``r -> J r``, the junction tree's inverse Fisher information
         (:meth:`JunctionTree.inverse_fisher`) at the flat marginals ``mu`` in this parameter layout, when
         every clique of the tree is one of the scopes (trees of measured cliques, with or without their
         sub-tables); None otherwise. On consistent directions it inverts the Hessian of ``log Z``;
         ``ridge`` (a number, or one per parameter) stands for a penalty's curvature."""
-        idx = self._clique_params if self.exact else None
-        if idx is None:
+        groups = self._groups()
+        if groups is None:
             return None
-        cells, sep, starts = self.tree._separator_groups()  # type: ignore[union-attr]  # exact: the tree exists
-        held = idx[cells]  # the same groups as parameter indices
+        idx, cells, sep, starts = groups
         w = np.asarray(mu, dtype=float)[idx] + (np.asarray(ridge)[idx] if np.ndim(ridge) else ridge)
         inv_w = np.zeros(self.params.size)
         inv_w[idx] = 1.0 / w  # zero on the scopes inside a clique: the whole clique's scope carries them
         inv_ws = 1.0 / np.add.reduceat(w[cells], starts) if cells.size else np.zeros(0)
-
-        def apply(r: np.ndarray) -> np.ndarray:
-            out = r * inv_w
-            if held.size:
-                vs = np.add.reduceat(r[held], starts)
-                vs *= inv_ws
-                out[held] -= vs[sep]
-            return out
-        return apply
+        return _diagonal_minus_groups(inv_w, idx[cells], sep, starts, inv_ws)
 
     def inverse_hessian(self, mu: np.ndarray, ridge: float | np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
         """``r -> P r``, an approximate inverse of ``F + diag(ridge)`` (F the Fisher information at the
@@ -253,10 +273,10 @@ class MarginalOracle:
         >>> bool((ratio > 0.99).all() and (ratio < 2.01).all())
         True
         """
-        idx = self._clique_params if self.exact else None
-        if idx is None:
+        groups = self._groups()
+        if groups is None:
             return None
-        cells, sep, starts = self.tree._separator_groups()  # type: ignore[union-attr]  # exact: the tree exists
+        idx, cells, sep, starts = groups
         held = idx[cells]  # the separator groups as parameter indices
         m = np.asarray(mu, dtype=float)
         rho = np.broadcast_to(np.asarray(ridge, dtype=float), m.shape)
@@ -266,15 +286,7 @@ class MarginalOracle:
         a = (m / w)[held]
         mass = np.add.reduceat(a * m[held], starts) if cells.size else np.zeros(0)  # sum over the group of mu^2 / w
         c = np.divide(1.0, mass, out=np.zeros_like(mass), where=mass > 0)
-
-        def apply(r: np.ndarray) -> np.ndarray:
-            out = r * diag
-            if held.size:
-                t = np.add.reduceat(a * r[held], starts)
-                t *= c
-                out[held] -= a * t[sep]
-            return out
-        return apply
+        return _diagonal_minus_groups(diag, held, sep, starts, c, a)
 
     def canonical(self, mu: np.ndarray, ridge: float) -> np.ndarray | None:
         """Log-potentials whose model has the tree's clique tables of ``mu`` (flat, this layout) as
@@ -282,10 +294,10 @@ class MarginalOracle:
         minus the log of its separator sums, on the scopes that are whole cliques (zero on their
         sub-tables). For consistent marginals this is the maximum-likelihood fit; for noisy ones a
         start inside the basin of Newton's method. None when some clique is not a scope."""
-        idx = self._clique_params if self.exact else None
-        if idx is None:
+        groups = self._groups()
+        if groups is None:
             return None
-        cells, sep, starts = self.tree._separator_groups()  # type: ignore[union-attr]  # exact: the tree exists
+        idx, cells, sep, starts = groups
         w = np.asarray(mu, dtype=float)[idx] + ridge
         log_w = np.log(w)
         if cells.size:
@@ -422,8 +434,8 @@ def fit_marginals(
     scopes = [t.variables for t in targets]
     oracle = oracle or MarginalOracle(domain, scopes)
     P = oracle.params
-    if [tuple(s) for s in P.scopes] != [tuple(s) for s in scopes]:
-        raise ValueError("oracle: built for other scopes than the targets'")
+    if P.domain != domain or [tuple(s) for s in P.scopes] != [tuple(s) for s in scopes]:
+        raise ValueError("oracle: built for another domain or other scopes than the targets'")
     for i, t in enumerate(targets):
         if t.shape != P.shapes[i]:
             raise ValueError(f"targets[{i}]: scope {t.variables} needs shape {P.shapes[i]}, got {t.shape}")
