@@ -242,12 +242,15 @@ def within_one_se(scores: np.ndarray, best: int) -> int | None:
     Returns
     -------
     int or None
+        None also for a single row (no standard error).
 
     Examples
     --------
     >>> within_one_se(np.array([[0.6, 0.9, 0.5], [0.4, 0.8, 0.5]]), 2)   # column 0 ties the best within noise
     0
     """
+    if scores.shape[0] < 2:  # one row has no standard error
+        return None
     for j in range(best):
         d = scores[:, j] - scores[:, best]
         if d.mean() <= d.std(ddof=1) / np.sqrt(scores.shape[0]):

@@ -30,6 +30,36 @@ def test_cgm_em_iterations_chosen_from_the_release():
     np.testing.assert_array_equal(again.model.factors[0].values, res.model.factors[0].values)
 
 
+def test_iteration_count_is_the_minimum_of_one_simulated_release_rebuilt_from_the_public_api():
+    # the default rule simulates one release (ITER_BOOT): its curve is KL(pilot || EM iterate t), EM run by
+    # cgm_em itself from the naive refit of that release, and the count is the curve's minimum
+    from ppgm.cgm import Pilot, release_l2
+    from ppgm.em_rules import ITER_BOOT, RISE
+    from ppgm.mle import MarginalOracle
+
+    assert ITER_BOOT == 1
+    truth = pairwise_dirichlet([(0, 1), (1, 2), (2, 3)], 4, 3, alpha=0.5, seed=11)
+    N = 5000.0
+    ys = _release(truth, int(N), 15.0, 3)
+    res = cgm_em(truth.domain, ys, N=N, progress=False)
+    it = res.selection["iterations"]
+    curve = np.array(it["mean_scores"])
+    assert it["value"] == int(np.argmin(curve)) and it["reason"].startswith("smallest")
+    oracle = MarginalOracle(truth.domain, [m.variables for m in ys])
+    pilot = Pilot.of(truth.domain, ys, N, oracle=oracle)
+    start_l2 = release_l2(truth.domain, ys, N, seed=0, pilot=pilot).value
+    assert start_l2 == res.selection["l2"]["value"]
+    sim = simulated_release(pilot.model, ys, N, np.random.default_rng(0), pilot.calibration)
+    start = pilot.refit(sim, start_l2, None)
+    ref = [_joint_kl(pilot.model, start)]
+    cgm_em(truth.domain, sim, N=N, init=start, stop="converged", max_iter=curve.size - 1, progress=False,
+           callback=lambda t, model, record: ref.append(_joint_kl(pilot.model, model)))
+    ref += [ref[-1]] * (curve.size - len(ref))  # a run that converged early keeps its last score
+    np.testing.assert_allclose(curve, ref, rtol=1e-6)
+    # the simulated run stopped RISE iterations past its minimum, or at convergence / max_iter
+    assert curve.size - 1 - int(np.argmin(curve)) <= RISE
+
+
 def test_zero_iterations_return_the_start():
     truth = pairwise_dirichlet([(0, 1), (1, 2)], 3, 3, alpha=1e6, seed=7)
     ys = _release(truth, 500, 50.0, 8)
