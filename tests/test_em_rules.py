@@ -218,3 +218,21 @@ def test_a_release_chosen_mstep_weight_needs_em_run_to_convergence():
         cgm_em(truth.domain, ys, N=1000, l2="release", progress=False)
     with pytest.raises(ValueError, match="l2: "):
         cgm_em(truth.domain, ys, N=1000, l2="calibrated", stop="converged", progress=False)
+
+
+def test_iteration_rule_rejects_a_count_of_simulated_releases_that_is_not_a_whole_positive_number():
+    from ppgm.cgm import Pilot
+    from ppgm.em_rules import release_iterations
+    from ppgm.release_rule import within_one_se
+
+    truth = pairwise_dirichlet([(0, 1), (1, 2)], 3, 3, alpha=1.0, seed=2)
+    ys = _release(truth, 2000, 10.0, 1)
+    pilot = Pilot.of(truth.domain, ys, 2000.0)
+    for bad, err in ((0, ValueError), (1.5, TypeError), ("2", TypeError)):
+        with pytest.raises(err, match="n_boot"):
+            release_iterations(ys, 2000.0, None, pilot, 1e-3, 5, 1e-6, 1e-4, n_boot=bad)
+    # one simulated release has no standard error: the one-standard-error rule then keeps the minimum, quietly
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "degrees of freedom <= 0" would be a RuntimeWarning
+        assert within_one_se(np.array([[0.3, 0.1, 0.2]]), 1) is None
+    assert within_one_se(np.array([[0.11, 0.1], [0.09, 0.1]]), 1) == 0
