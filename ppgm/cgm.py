@@ -869,9 +869,10 @@ def cgm_em(
         ``"release"`` (default): the number of EM iterations, at most ``max_iter``, is chosen from the
         release (:func:`ppgm.em_rules.release_iterations`: EM run on a release simulated from the paper's naive
         fit, scored against it after every iteration, the count at the smallest score; 0 returns the start).
-        ``"converged"``: EM runs until ``tol`` / ``rtol`` or ``max_iter`` (the earlier default). EM's MAP E-step does not converge to a better model than its
-        path: on sparse tables its fixed point is worse than its start at every M-step weight measured
-        (``docs/regularisation.md``), so the stopping time is a regulariser, and the release chooses it.
+        ``"converged"``: EM runs until ``tol`` / ``rtol`` or ``max_iter`` (the earlier default). EM's MAP
+        E-step does not converge to a better model than its path: on sparse tables its fixed point is worse
+        than its start at every M-step weight measured (``docs/regularisation.md``), so the stopping time
+        is a regulariser, and the release chooses it.
 
     Returns
     -------
