@@ -99,6 +99,31 @@ def test_the_choice_is_the_parabolas_minimum_and_one_se_jumps_to_more_regularisa
         choose_l2([], 1000.0, refit, None, upper=0.1, simulate=sim, score=score, one_se="no")
 
 
+def test_the_descent_stops_at_the_first_candidate_past_the_minimum():
+    # one simulated release, a score that falls to a minimum at 1e-3, rises, then falls to a deeper one at 1e-5:
+    # patience counts the candidates tried past the current minimum, so one stops on the first rise (candidates
+    # 0.1 .. 3.2e-4) and two walks past it into the deeper valley; on a curve with one minimum both choose alike
+    def bumpy(l2):
+        x = np.log10(l2)
+        return (x + 3) ** 2 if x > -3.75 else 0.1 * (x + 5) ** 2 - 1.0
+
+    sim = lambda rng: 0  # noqa: E731
+    refit = lambda ys, l2, init: l2  # noqa: E731  (the "fit" is its weight)
+    one = choose_l2([], 1e6, refit, None, upper=0.1, n_boot=2, simulate=sim, score=bumpy, patience=1)
+    two = choose_l2([], 1e6, refit, None, upper=0.1, n_boot=2, simulate=sim, score=bumpy, patience=2)
+    assert len(one.candidates) == 6 and one.candidates[-1] == pytest.approx(10**-3.5)
+    assert one.value == pytest.approx(1e-3, rel=1e-9)  # the parabola through three points of a quadratic in log weight
+    assert two.value == pytest.approx(1e-5, rel=1e-9) and len(two.candidates) == 11
+    default = choose_l2([], 1e6, refit, None, upper=0.1, n_boot=2, simulate=sim, score=bumpy)
+    assert len(default.candidates) == 6  # the default stops at the first rise
+    single = lambda l2: (np.log10(l2) + 3) ** 2  # noqa: E731
+    a, b = (choose_l2([], 1e6, refit, None, upper=0.1, n_boot=2, simulate=sim, score=single, patience=p) for p in (1, 2))
+    assert a.value == b.value == pytest.approx(1e-3, rel=1e-9) and len(b.candidates) == len(a.candidates) + 1
+    for bad in (0, 1.5, "1"):
+        with pytest.raises((TypeError, ValueError), match="patience"):
+            choose_l2([], 1e6, refit, None, upper=0.1, n_boot=2, simulate=sim, score=single, patience=bad)
+
+
 def test_exact_tables_are_not_over_regularised():
     # the case that would break the promise on clean data: exact counts (no noise) must come out as the
     # paper's lightly regularised fit, not a smoothed one
