@@ -11,14 +11,13 @@ Regularisation and stopping, fixed for all cells:
   non-private MLE  exact tables / N, l2 = 1/N, ppgm.mle.fit_marginals (truncated Newton) to gradient 1e-7
   naive MLE        simplex-projected y / N, l2 = 1/N, same stopping (the paper's baseline)
   naive, calib.    the same with l2 = (1 + r)/N, r = noise variance / sampling variance of an average cell
-                   (ppgm.cgm.noise_calibrated_l2): our variant, also CGM-EM's starting point
-  CGM-EM           defaults: start at "naive, calib.", moment-matched (Gaussian) E-step, noise-aware l2
-                   (0.1/N .. 1/N, ppgm.cgm.noise_aware_l2) in the M-step, dual E-step (L-BFGS-B, gradient
-                   1e-9 relative to N,
-                   at most 500 iterations, warm-started, adaptive tolerance), 1 truncated Newton step
-                   per M-step (ppgm.mle; formerly 2, and before them 100 L-BFGS iterations),
-                   at most 30 EM iterations, stopping when the objective gains < 1e-4 relative
-                   (the defaults; also reported: 10 iterations)
+                   (ppgm.cgm.noise_calibrated_l2): our variant, and CGM-EM's start until the release chose it
+  CGM-EM           defaults: start at the naive fit at the release-chosen weight (ppgm.cgm.release_l2: a parametric
+                   bootstrap of the release from the 1/N fit), moment-matched (Gaussian) E-step, noise-aware l2
+                   (0.1/N .. 1/N, ppgm.cgm.noise_aware_l2) in the M-step, dual E-step, one truncated Newton step per
+                   M-step (ppgm.mle), and the number of EM iterations chosen from a simulated release
+                   (stop="release", at most 30; ppgm.em_rules.release_iterations). "CGM-EM 10 it": the same with
+                   max_iter=10 (the chosen count capped at 10)
   mbi              MirrorDescent (its defaults: Armijo steps), known total, squared (L2) or absolute (L1) loss of
                    the residuals divided by the Laplace noise's standard deviation, run to mbi's own stopping rule
                    (relative loss improvement per 50-iteration block <= 1e-6 twice running, ``tol=1e-6``), at most
