@@ -40,7 +40,7 @@ from .sampling import sample_clique_tables
 
 N_BOOT = 3  # simulated releases per choice (tuning families: 2 left the choice noisy at low noise)
 STEP = np.sqrt(10.0)  # the candidate grid: half-decades of the weight
-PATIENCE = 1  # the descent stops at the first candidate past the minimum (two: the same choices at 1.3x the time)
+PATIENCE = 1  # the descent stops at the first candidate past the minimum (two: the same tuning choices at 1.2x the time)
 
 
 class UndecidedWarning(UserWarning):
@@ -319,7 +319,7 @@ def choose_l2(
     """The L2 weight (per record) at which ``refit`` best recovers ``pilot`` from releases like ``ms``.
 
     Candidates run down from ``upper`` in half-decades to the floor ``lower`` (default ``1 / N``),
-    stopping once the mean score has risen at ``patience`` candidates past its minimum; the range
+    stopping once ``patience`` candidates past the mean score's minimum have been tried; the range
     grows upwards (at most three half-decades) while the best candidate is the largest tried.
 
     Parameters
@@ -399,7 +399,7 @@ def choose_l2(
         cols.append(col)
 
     l2 = float(upper)
-    while True:  # descend to the floor, or until the mean score has risen `patience` times past its minimum
+    while True:  # descend to the floor, or until `patience` candidates past the mean score's minimum are tried
         try_weight(l2)
         means = np.mean(cols, axis=1)
         if len(means) - 1 - int(np.argmin(means)) >= patience or l2 <= lower:
