@@ -859,12 +859,16 @@ class _Update:
             h_th = c_hat  # the joint model's curvature: theta_k also moves records into cell k
         if self.precondition:
             # A noisy cell's curvature is the exact one times its share w of the observation (Fisher scoring
-            # of the Gaussian approximation; without it a step is w times too short). The penalty's is divided
-            # like the data's (theta: by T + 1, mu: by its measured coupling + 1): the step shares the data's
-            # curvature among the tables each record sits in, not the penalty, which every parameter has
-            # alone. docs/regularisation.md
-            dir_mu = g_mu / (w_d * np.maximum(d_hat, scale) + 2 * self.l2_mu / (self.mu_share or T + 1))
-            dir_th = g_th / (w_c * np.maximum(h_th, scale) + 2 * self.l2_theta / (T + 1))
+            # of the Gaussian approximation; without it a step is w times too short). On noisy tables the
+            # penalty's is divided like the data's (theta: by T + 1, mu: by its measured coupling + 1): the
+            # step shares the data's curvature among the tables each record sits in, not the penalty, and the
+            # large penalties a release calls for settle 5x sooner. On exact tables the full penalty stays in:
+            # cells whose label rate is near 0 or 1 are held by the penalty alone, and without its damping the
+            # rescaled pseudo-gradient of those cells sends PCD off on networks with near-deterministic tables
+            # (docs/maxent.md).
+            mu_share, th_share = (self.mu_share or T + 1, T + 1) if obs.noisy else (1.0, 1.0)
+            dir_mu = g_mu / (w_d * np.maximum(d_hat, scale) + 2 * self.l2_mu / mu_share)
+            dir_th = g_th / (w_c * np.maximum(h_th, scale) + 2 * self.l2_theta / th_share)
         else:
             dir_mu, dir_th = g_mu / n, g_th / n
         before = model.mu.copy() if obs.noisy and self.momentum > 0 else None

@@ -1,7 +1,7 @@
-"""Outputs of the engine's long algorithms on fixed seeds, recorded before the executor refactor
-(issue 15) and checked afterwards by tests/test_refactor_fixtures.py: bit for bit in the environment
-that recorded them (same numpy, scipy, BLAS and processor), to a stated tolerance elsewhere (the last
-bits of a float sum depend on the BLAS kernel and the library versions).
+"""Outputs of the engine's long algorithms on fixed seeds, checked by tests/test_refactor_fixtures.py
+whenever the code is reorganised: integers exactly, floats to a stated tolerance (the last bits of a float
+sum depend on the BLAS kernel, the processor and the library versions, so no two machines need agree
+bit for bit; within one process the same seed must give the same bytes, which the test checks too).
 
     python tests/refactor_fixtures.py     # rewrites tests/fixtures/refactor_outputs.npz
 
@@ -16,27 +16,6 @@ from pathlib import Path
 import numpy as np
 
 PATH = Path(__file__).with_name("fixtures") / "refactor_outputs.npz"
-
-
-def environment() -> str:
-    """What decides the last bits of a float result: library versions, BLAS build, and the processor's
-    vector extensions and the BLAS kernel chosen for them (an AVX-512 and an AVX2 machine with the same
-    wheels differ in the last bits)."""
-    import platform
-
-    import scipy
-    from threadpoolctl import threadpool_info
-
-    config = np.show_config(mode="dicts")
-    blas = config["Build Dependencies"]["blas"]
-    simd = ",".join(config.get("SIMD Extensions", {}).get("found", []))
-    np.dot(np.ones((2, 2)), np.ones((2, 2)))  # loads the BLAS, so that its kernel is reported
-    # numpy's and scipy's own BLAS only: a solver imported earlier (cvxpy's SCS) loads a third OpenBLAS whose
-    # kernel name would otherwise make the same machine look like another, depending on the tests run before
-    kernel = ",".join(sorted({str(i.get("architecture")) for i in threadpool_info() if i.get("user_api") == "blas"
-                              and any(lib in str(i.get("filepath")) for lib in ("numpy.libs", "scipy.libs", "numpy/", "scipy/"))}))
-    return (f"numpy {np.__version__}; scipy {scipy.__version__}; {blas.get('name')} {blas.get('version')}; "
-            f"{platform.machine()}; simd {simd}; kernel {kernel}")
 
 
 def compute() -> dict:
@@ -98,5 +77,5 @@ def compute() -> dict:
 
 if __name__ == "__main__":
     PATH.parent.mkdir(exist_ok=True)
-    np.savez_compressed(PATH, environment=np.array(environment()), **compute())
+    np.savez_compressed(PATH, **compute())
     print("wrote", PATH)
