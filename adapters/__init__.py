@@ -26,8 +26,8 @@ from .missing import MarkovNetworkEstimator, MissingValuesEM
 from .mer import MERFit, ini, mer
 from .aggregated import Aggregates, FeatureEncoder, MaxEntClassifier, aggregate
 from .dask_backend import dask_executor, filter_dask
-from ppgm.progress import set_progress
-from ppgm.mechanisms import BudgetExceeded, GaussianMechanism, LaplaceMechanism, NotPrivateWarning, PrivacyAccountant
+from ppgm.core.progress import set_progress
+from ppgm.privacy.mechanisms import BudgetExceeded, GaussianMechanism, LaplaceMechanism, NotPrivateWarning, PrivacyAccountant
 from .models import (
     declared_states,
     bayes_from_pgmpy,

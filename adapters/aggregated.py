@@ -20,16 +20,16 @@ from sklearn.exceptions import NotFittedError
 from pgmpy.factors.discrete import DiscreteFactor
 from pgmpy.models import DiscreteMarkovNetwork
 
-from ppgm.aggregates import aggregate_blocks, noisy_aggregates, table_scopes, treat_as_exact
-from ppgm import checks
-from ppgm.domain import Domain
-from ppgm.executor import InProcess
-from ppgm.measurement import Measurement
-from ppgm.mechanisms import check_release_arguments, noise_generator, noisy_count, release_parts
-from ppgm.private_quantiles import private_quantiles
-from ppgm.maxent import fit_maxent
-from ppgm.metrics import nllh
-from ppgm.rng import as_generator
+from ppgm.learners.aggregates import aggregate_blocks, noisy_aggregates, table_scopes, treat_as_exact
+from ppgm.core import checks
+from ppgm.factors.domain import Domain
+from ppgm.core.executor import InProcess
+from ppgm.models.measurement import Measurement
+from ppgm.privacy.mechanisms import check_release_arguments, noise_generator, noisy_count, release_parts
+from ppgm.privacy.private_quantiles import private_quantiles
+from ppgm.learners.maxent import fit_maxent
+from ppgm.inference.metrics import nllh
+from ppgm.core.rng import as_generator
 
 from .archive import MAX_BYTES, read_npz, save_path
 from .dask_backend import dask_executor, frame_blocks, is_dask
@@ -562,7 +562,7 @@ def aggregate(
     >>> agg = aggregate(df, label="y", bins=2)
     >>> agg.tables[0].values.tolist(), agg.tables[0].label_sums.tolist()
     ([2.0, 2.0], [0.0, 2.0])
-    >>> from ppgm.mechanisms import LaplaceMechanism
+    >>> from ppgm.privacy.mechanisms import LaplaceMechanism
     >>> noisy = aggregate(df, label="y", bins=2, mechanism=LaplaceMechanism(1.0),
     ...                   bounds={"age": (18, 70)}, categories={"job": ["a", "b", "c"]})
     >>> noisy.private, noisy.n, noisy.domain.cards
@@ -853,17 +853,17 @@ def quadratic_one_hot(codes: np.ndarray, cards: Sequence[int]):
 class MaxEntClassifier(ClassifierMixin, BaseEstimator):
     """Maximum-entropy model of features and a binary label, learned from aggregates only.
 
-    Parameters follow :func:`ppgm.maxent.fit_maxent`; ``noise_model=False`` treats noisy aggregates
+    Parameters follow :func:`ppgm.learners.maxent.fit_maxent`; ``noise_model=False`` treats noisy aggregates
     as exact (clipped to 0 <= c <= d), the baseline the noise model is compared with. ``warm_start``
     continues from the previous fit's parameters, chains and generator. ``n_shards`` splits the
     chains into shards with their own generators; with a Dask ``client`` the shards live on its
     workers (same result as in memory with the same ``n_shards``).
 
-    Attributes (after ``fit``): ``model_`` (engine :class:`ppgm.maxent.MaxEntModel`), ``state_``,
+    Attributes (after ``fit``): ``model_`` (engine :class:`ppgm.learners.maxent.MaxEntModel`), ``state_``,
     ``history_`` (per step: ``d_error``, ``c_error``, ``step_size``; and ``nllh`` on ``eval_set``),
     ``aggregates_``, ``classes_``, ``feature_names_in_``, ``n_features_in_``, ``n_iter_``, ``l2_theta_`` (the
     penalty used) and ``selection_`` (how it was chosen from a noisy release, else None), and the
-    convergence test's ``remaining_gain_`` and ``converged_`` (see :class:`ppgm.maxent.PCDResult`; a fit whose
+    convergence test's ``remaining_gain_`` and ``converged_`` (see :class:`ppgm.learners.maxent.PCDResult`; a fit whose
     averaged model still moves raises a ``ppgm.ConvergenceWarning``).
 
     Parameters
@@ -873,16 +873,16 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
     max_iter : int, optional
         PCD steps; default 300 on exact aggregates (8,000 x 300 chosen on a validation split of Adult's
         train rows), 600 on noisy ones: the same budget spent on steps, which noisy fits lack (see
-        :func:`ppgm.maxent.fit_maxent`).
+        :func:`ppgm.learners.maxent.fit_maxent`).
     l2_mu : float
         L2 penalty of the feature parameters.
     l2_theta : float, "release" or None
         L2 penalty of the interaction parameters. Default: 30 on exact aggregates; on noisy ones
         chosen from the release (``l2_theta_`` and ``selection_`` after ``fit``; see
-        :func:`ppgm.maxent.fit_maxent`). A number fixes it (e.g. for ``GridSearchCV`` on rows).
+        :func:`ppgm.learners.maxent.fit_maxent`). A number fixes it (e.g. for ``GridSearchCV`` on rows).
     step_mu, step_theta : float, optional
         Step sizes (default: theta 1.5 / (number of tables + 1), mu 1.5 / (the tables' measured coupling
-        + 1); see :func:`ppgm.maxent.fit_maxent`).
+        + 1); see :func:`ppgm.learners.maxent.fit_maxent`).
     rescaled, precondition : bool
         The paper's rescaled pseudo-gradient and diagonal preconditioning.
     average : float

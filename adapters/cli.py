@@ -58,7 +58,7 @@ def _synthesize(args) -> int:
 
     import pandas as pd
 
-    from ppgm.mechanisms import rho_from_epsilon_delta
+    from ppgm.privacy.mechanisms import rho_from_epsilon_delta
 
     from .synthesis import aim_release, mst_release
 

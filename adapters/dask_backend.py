@@ -1,4 +1,4 @@
-"""Dask as one more executor of the engine's algorithms (``ppgm.executor``), and nothing else.
+"""Dask as one more executor of the engine's algorithms (``ppgm.core.executor``), and nothing else.
 
 :class:`DaskBlocks` implements the engine's ``Blocks`` protocol over Dask delayed values (kept in
 worker memory by ``persist`` on a distributed cluster), combining in the engine's own reduction
@@ -13,10 +13,10 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ppgm.domain import Domain
-from ppgm.executor import BlockLost, RecordBlock, add_all, tree_reduce
-from ppgm.robust_filter import FilterResult, filter_known_topology
-from ppgm import checks
+from ppgm.factors.domain import Domain
+from ppgm.core.executor import BlockLost, RecordBlock, add_all, tree_reduce
+from ppgm.learners.robust_filter import FilterResult, filter_known_topology
+from ppgm.core import checks
 
 LOST = {"CancelledError", "FutureCancelledError", "FuturesCancelledError", "KilledWorker", "FutureLost", "LostDependency"}
 
@@ -27,10 +27,10 @@ def is_dask(obj) -> bool:
 
 
 class DaskBlocks:
-    """Blocks that live on Dask: a list of delayed values (see ``ppgm.executor.Blocks``).
+    """Blocks that live on Dask: a list of delayed values (see ``ppgm.core.executor.Blocks``).
 
     ``what`` names the work in errors: a block lost with its worker and not recomputable raises
-    ``ppgm.executor.BlockLost`` naming it, never a raw ``FutureCancelledError``.
+    ``ppgm.core.executor.BlockLost`` naming it, never a raw ``FutureCancelledError``.
 
     Examples
     --------
@@ -127,8 +127,8 @@ def dask_executor(client=None) -> DaskExecutor:
 
     Examples
     --------
-    >>> from ppgm.aggregates import aggregate_records
-    >>> from ppgm.maxent import fit_maxent
+    >>> from ppgm.learners.aggregates import aggregate_records
+    >>> from ppgm.learners.maxent import fit_maxent
     >>> d = Domain(("a",), (2,))
     >>> tables = aggregate_records([[0], [1]] * 50, [0, 1] * 50, d, [("a",)])
     >>> kw = dict(n_chains=100, max_iter=5, n_shards=2, seed=0, progress=False)
@@ -188,7 +188,7 @@ def filter_dask(
     client=None,
     progress: bool = True,
 ) -> FilterResult:
-    """:func:`ppgm.robust_filter.filter_known_topology` on a Dask array of integer codes: the engine's
+    """:func:`ppgm.learners.robust_filter.filter_known_topology` on a Dask array of integer codes: the engine's
     filter on the array's row chunks, which stay on the workers (the caller holds vectors of the
     parameter dimension). The same row blocks in memory (``block_rows``) give the same mask. The
     returned ``inlier_mask`` is a Dask array.
@@ -201,7 +201,7 @@ def filter_dask(
     parents : mapping
     epsilon : float
     mode, rounds, seed, tol, progress
-        As :func:`ppgm.robust_filter.filter_known_topology`.
+        As :func:`ppgm.learners.robust_filter.filter_known_topology`.
     client : distributed.Client, optional
 
     Returns
@@ -212,8 +212,8 @@ def filter_dask(
     Examples
     --------
     >>> import dask.array as da
-    >>> from ppgm.random_models import random_bayesian_network
-    >>> from ppgm.sampling import sample
+    >>> from ppgm.models.random_models import random_bayesian_network
+    >>> from ppgm.inference.sampling import sample
     >>> bn = random_bayesian_network(5, 2, seed=0)
     >>> x = sample(bn, 4000, seed=1)
     >>> res = filter_dask(da.from_array(x, chunks=(1000, -1)), bn.domain, bn.parents, 0.05, mode="single_pass", seed=0, progress=False)

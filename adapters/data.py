@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 from pgmpy.factors.discrete import DiscreteFactor
 
-from ppgm import checks
-from ppgm.domain import Domain
-from ppgm.rng import as_generator
-from ppgm.sampling import sample as _engine_sample
-from ppgm.tables import contingency_tables as _engine_tables
+from ppgm.core import checks
+from ppgm.factors.domain import Domain
+from ppgm.core.rng import as_generator
+from ppgm.inference.sampling import sample as _engine_sample
+from ppgm.inference.tables import contingency_tables as _engine_tables
 
 from .dask_backend import frame_blocks, is_dask
 from .models import to_engine

@@ -11,7 +11,7 @@ import warnings
 from typing import Callable
 
 import numpy as np
-from ppgm.progress import progress_bar
+from ppgm.core.progress import progress_bar
 
 
 def _bars(plt, name: str, values: dict, colors: list, xlabel: str, log: bool = False) -> dict:
@@ -98,7 +98,7 @@ def _sampling_step(rng: np.random.Generator) -> list[str]:
 
 def _loopy_step(rng: np.random.Generator) -> list[str]:
     from ppgm import infer
-    from ppgm.random_models import grid
+    from ppgm.models.random_models import grid
 
     small = grid(8, 8, coupling=0.5, seed=rng)
     exact, loopy = infer(small), infer(small, method="loopy")
@@ -226,8 +226,8 @@ def _synthesis_step(rng: np.random.Generator) -> list[str]:
 def _mer_step(rng: np.random.Generator) -> list[str]:
     import pandas as pd
 
-    from ppgm.mer import precision_recall
-    from ppgm.random_models import gaussian_cycle, overlapping_sample_sets
+    from ppgm.mer.program import precision_recall
+    from ppgm.models.random_models import gaussian_cycle, overlapping_sample_sets
 
     from . import mer
 

@@ -12,12 +12,12 @@ from pgmpy.factors.discrete import DiscreteFactor
 from pgmpy.models import DiscreteBayesianNetwork, DiscreteMarkovNetwork
 from pgmpy.readwrite import BIFReader
 
-from ppgm import checks
-from ppgm.domain import Domain
-from ppgm.markov import MarkovNetwork
-from ppgm.random_models import mobility_chain, third_order_chain
-from ppgm.rng import as_generator
-from ppgm.sampling import sample_markov
+from ppgm.core import checks
+from ppgm.factors.domain import Domain
+from ppgm.models.markov import MarkovNetwork
+from ppgm.models.random_models import mobility_chain, third_order_chain
+from ppgm.core.rng import as_generator
+from ppgm.inference.sampling import sample_markov
 
 
 def load_bif_example(name: str) -> DiscreteBayesianNetwork:
@@ -86,7 +86,7 @@ def mobility_study(n_people: int = 1000, max_days: int = 7, locations: int = 5, 
     """Synthetic Wi-Fi mobility traces in the shape of the CGM paper's study (Sec. 4.2), whose data
     are not public: people who each contribute 1 to ``max_days`` days, every day a trajectory over
     ``hours`` hourly steps among ``locations`` places and an offline state, drawn exactly from one
-    time-homogeneous chain (:func:`ppgm.random_models.mobility_chain`).
+    time-homogeneous chain (:func:`ppgm.models.random_models.mobility_chain`).
 
     Parameters
     ----------

@@ -9,11 +9,11 @@ import numpy as np
 from pgmpy import config
 from pgmpy.factors.discrete import DiscreteFactor, TabularCPD
 
-from ppgm import checks
-from ppgm.bayes import BayesianNetwork
-from ppgm.factor import Factor
-from ppgm.junction_tree import DEFAULT_MAX_CELLS, Calibration, JunctionTree
-from ppgm.markov import MarkovNetwork
+from ppgm.core import checks
+from ppgm.models.bayes import BayesianNetwork
+from ppgm.factors.factor import Factor
+from ppgm.inference.junction_tree import DEFAULT_MAX_CELLS, Calibration, JunctionTree
+from ppgm.models.markov import MarkovNetwork
 
 from .models import to_engine
 

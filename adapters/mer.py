@@ -13,16 +13,16 @@ import pandas as pd
 from pgmpy.factors.continuous import LinearGaussianCPD
 from pgmpy.models import DiscreteMarkovNetwork, LinearGaussianBayesianNetwork
 
-from ppgm.domain import Domain
-from ppgm.factor import Factor
-from ppgm.markov import MarkovNetwork
-from ppgm.mer import ConvexProgram, MERResult
-from ppgm.mle import fit_marginals
-from ppgm.mer_discrete import GRAPH_TOL as DISCRETE_GRAPH_TOL
-from ppgm.mer_discrete import DiscreteMER
-from ppgm.mer_gaussian import GRAPH_TOL as GAUSSIAN_GRAPH_TOL
-from ppgm.mer_gaussian import GaussianMER
-from ppgm.sample_sets import SampleSet, pooled_counts, pooled_moments
+from ppgm.factors.domain import Domain
+from ppgm.factors.factor import Factor
+from ppgm.models.markov import MarkovNetwork
+from ppgm.mer.program import ConvexProgram, MERResult
+from ppgm.learners.mle import fit_marginals
+from ppgm.mer.discrete import GRAPH_TOL as DISCRETE_GRAPH_TOL
+from ppgm.mer.discrete import DiscreteMER
+from ppgm.mer.gaussian import GRAPH_TOL as GAUSSIAN_GRAPH_TOL
+from ppgm.mer.gaussian import GaussianMER
+from ppgm.mer.sample_sets import SampleSet, pooled_counts, pooled_moments
 
 from .data import check_frame, encode, sorted_states
 from .models import markov_to_pgmpy
@@ -32,7 +32,7 @@ KINDS = ("gaussian", "discrete")
 
 @dataclass
 class MERFit(MERResult):
-    """A :class:`ppgm.mer.MERResult` with the domain it was fitted on and pgmpy exports.
+    """A :class:`ppgm.mer.program.MERResult` with the domain it was fitted on and pgmpy exports.
 
     ``fit.program_`` is the compiled convex program (MER's gamma is a cvxpy Parameter):
     ``fit.refit(gamma=..., solver=...)`` re-solves it at another tolerance or with another solver
@@ -43,10 +43,10 @@ class MERFit(MERResult):
 
     Parameters
     ----------
-    The fields of :class:`ppgm.mer.MERResult`, and
+    The fields of :class:`ppgm.mer.program.MERResult`, and
     domain : ppgm.Domain, optional
         The variables and states the statistics were pooled over.
-    program_ : ppgm.mer.ConvexProgram, optional
+    program_ : ppgm.mer.program.ConvexProgram, optional
         The compiled program.
 
     Examples
@@ -136,7 +136,7 @@ class MERFit(MERResult):
     def constraints_frame(self) -> pd.DataFrame:
         """The constraints as a DataFrame: scope, kind, n, dof, tolerance, divergence, dual value, active;
         for discrete edges also the fitted interaction (nats) and its z (interaction over its standard
-        error at the edge's sample size, see :func:`ppgm.mer_discrete.interaction_se`).
+        error at the edge's sample size, see :func:`ppgm.mer.discrete.interaction_se`).
 
         Returns
         -------
@@ -186,7 +186,7 @@ class MERFit(MERResult):
         return markov_to_pgmpy(self.engine_model(keep_all))
 
     def engine_model(self, keep_all: bool = False) -> MarkovNetwork:
-        """The fitted discrete model as an engine :class:`~ppgm.markov.MarkovNetwork` (the factors of
+        """The fitted discrete model as an engine :class:`~ppgm.models.markov.MarkovNetwork` (the factors of
         :meth:`to_markov_network`, as log-potentials).
 
         Parameters
@@ -490,9 +490,9 @@ def mer(
     edges : sequence of pairs, optional
         Constraint edges; default every pair observed together in some set.
     solver : str, optional
-        A cvxpy solver name; default Clarabel with ppgm's fallbacks (see :func:`ppgm.mer.solve`).
+        A cvxpy solver name; default Clarabel with ppgm's fallbacks (see :func:`ppgm.mer.program.solve`).
     gamma_ratio : float, optional
-        gamma as a multiple of s~; with neither, the default rule of :func:`ppgm.mer.choose_gamma`
+        gamma as a multiple of s~; with neither, the default rule of :func:`ppgm.mer.program.choose_gamma`
         (stated in ``notes``).
     **kwargs
         ``variables``, ``state_names``, ``graph_tol``, ``pseudo_count`` (see :func:`build_program`).
@@ -536,7 +536,7 @@ def ini(
     edges : list of pairs, optional
         Edge statistics to constrain (default: every pair some set observed jointly).
     solver : str, optional
-        A cvxpy solver name (default: the package's policy, see ``ppgm.mer.solve``).
+        A cvxpy solver name (default: the package's policy, see ``ppgm.mer.program.solve``).
     **kwargs
         Passed to the program (e.g. ``pseudo_count`` for discrete programs).
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppgm import checks
-from ppgm import metrics as _m
-from ppgm.rng import as_generator
+from ppgm.core import checks
+from ppgm.inference import metrics as _m
+from ppgm.core.rng import as_generator
 
 from .models import to_engine
 
@@ -78,9 +78,9 @@ def _aligned(p, q):
 
 def _reorder_like(model, domain):
     """The same model on ``domain``: same variables and state sets, possibly in another order."""
-    from ppgm.bayes import BayesianNetwork
-    from ppgm.factor import Factor
-    from ppgm.markov import MarkovNetwork
+    from ppgm.models.bayes import BayesianNetwork
+    from ppgm.factors.factor import Factor
+    from ppgm.models.markov import MarkovNetwork
 
     src = model.domain
     if set(src.variables) != set(domain.variables) or any(

@@ -3,7 +3,7 @@
 ``bn.fit(df, estimator=MissingValuesEM())`` learns a ``DiscreteBayesianNetwork``'s CPTs by EM over the
 missing cells (NaN / None / pandas NA) instead of dropping the rows that have them;
 ``MarkovNetworkEstimator(mn).estimate(df)`` gives a ``DiscreteMarkovNetwork`` the potentials that
-pgmpy cannot fit (maximum likelihood, or EM when cells are missing). The engine is ``ppgm.missing``.
+pgmpy cannot fit (maximum likelihood, or EM when cells are missing). The engine is ``ppgm.learners.missing``.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from pgmpy.factors.discrete import DiscreteFactor
 from pgmpy.models import DiscreteBayesianNetwork, DiscreteMarkovNetwork
 from pgmpy.parameter_estimator.base import DiscreteParameterEstimator
 
-from ppgm import checks
-from ppgm.domain import Domain
-from ppgm.missing import em_bayesian, em_markov, fit_markov_records, fit_markov_tables
-from ppgm.rng import as_generator
+from ppgm.core import checks
+from ppgm.factors.domain import Domain
+from ppgm.learners.missing import em_bayesian, em_markov, fit_markov_records, fit_markov_tables
+from ppgm.core.rng import as_generator
 
 from .dask_backend import frame_blocks, is_dask
 from .data import check_frame, codes_or_unknown, sorted_states
@@ -83,7 +83,7 @@ class MissingValuesEM(DiscreteParameterEstimator):
     column, every row counts: its missing cells are filled by their posterior under the current CPTs.
     Nodes absent from the data (or never observed) are latent; declare their states in ``state_names``.
     The answer is right when values are missing at random (whether a cell is missing may depend on
-    the row's observed values, not on the missing value itself): see ``ppgm.missing``.
+    the row's observed values, not on the missing value itself): see ``ppgm.learners.missing``.
 
     Parameters
     ----------
@@ -243,7 +243,7 @@ class MarkovNetworkEstimator:
         pseudo_count : float
             Records spread uniformly over every table (keeps potentials finite where a cell is unseen).
         max_iter, tol
-            EM's limits (``ppgm.missing.em_markov``); unused on complete data.
+            EM's limits (``ppgm.learners.missing.em_markov``); unused on complete data.
         seed : int or numpy.random.Generator
             Starting potentials of latent nodes.
         progress : bool

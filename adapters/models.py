@@ -13,11 +13,11 @@ import numpy as np
 from pgmpy.factors.discrete import DiscreteFactor, TabularCPD
 from pgmpy.models import DiscreteBayesianNetwork, DiscreteMarkovNetwork
 
-from ppgm import checks
-from ppgm.bayes import BayesianNetwork
-from ppgm.domain import Domain
-from ppgm.factor import Factor
-from ppgm.markov import MarkovNetwork
+from ppgm.core import checks
+from ppgm.models.bayes import BayesianNetwork
+from ppgm.factors.domain import Domain
+from ppgm.factors.factor import Factor
+from ppgm.models.markov import MarkovNetwork
 
 
 def _states(factor_like, var) -> list:
@@ -154,7 +154,7 @@ def markov_to_pgmpy(model: MarkovNetwork) -> DiscreteMarkovNetwork:
 
     Examples
     --------
-    >>> from ppgm.random_models import third_order_chain
+    >>> from ppgm.models.random_models import third_order_chain
     >>> len(markov_to_pgmpy(third_order_chain(5, 2, seed=0)).get_factors())  # edges at distance 1, 2, 3
     9
     """
@@ -239,7 +239,7 @@ def tabular_cpds(model: BayesianNetwork, cpts: Mapping | None = None) -> list[Ta
 
     Examples
     --------
-    >>> from ppgm.random_models import random_bayesian_network
+    >>> from ppgm.models.random_models import random_bayesian_network
     >>> [c.variable for c in tabular_cpds(random_bayesian_network(3, seed=0))]
     ['V0', 'V1', 'V2']
     """
@@ -289,7 +289,7 @@ def bayes_to_pgmpy(model: BayesianNetwork) -> DiscreteBayesianNetwork:
 
     Examples
     --------
-    >>> from ppgm.random_models import random_bayesian_network
+    >>> from ppgm.models.random_models import random_bayesian_network
     >>> bayes_to_pgmpy(random_bayesian_network(3, seed=0)).check_model()
     True
     """

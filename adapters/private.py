@@ -12,17 +12,17 @@ import pandas as pd
 from pgmpy.factors.discrete import DiscreteFactor
 from pgmpy.models import DiscreteMarkovNetwork
 
-from ppgm import checks
-from ppgm.cgm import cgm_em, naive_mle, population_size
-from ppgm.domain import Domain
-from ppgm.measurement import Measurement
-from ppgm.contributions import keep_at_most, reweight_by_individual
-from ppgm.factor import Factor
-from ppgm.mechanisms import (GaussianMechanism, LaplaceMechanism, PrivacyAccountant, check_release_arguments, noise_generator,
+from ppgm.core import checks
+from ppgm.learners.cgm import cgm_em, naive_mle, population_size
+from ppgm.factors.domain import Domain
+from ppgm.models.measurement import Measurement
+from ppgm.privacy.contributions import keep_at_most, reweight_by_individual
+from ppgm.factors.factor import Factor
+from ppgm.privacy.mechanisms import (GaussianMechanism, LaplaceMechanism, PrivacyAccountant, check_release_arguments, noise_generator,
                              noisy_count, release_parts)
-from ppgm.rng import as_generator
-from ppgm.tables import contingency_tables as _engine_tables
-from ppgm.tying import Tying
+from ppgm.core.rng import as_generator
+from ppgm.inference.tables import contingency_tables as _engine_tables
+from ppgm.models.tying import Tying
 
 from .archive import MAX_BYTES, read_npz, save_path
 from .data import check_known, codes_or_unknown, declared_domain
@@ -656,7 +656,7 @@ class NaiveMLEEstimator(_NoisyTableEstimator):
     tied : list of groups of cliques, optional
         Cliques that share one log-potential, e.g. ``[[("x0", "x1"), ("x1", "x2"), ("x2", "x3")]]``
         for a time-homogeneous chain (members aligned axis by axis in the order written; see
-        ``ppgm.tying``). The result is an ordinary network whose tied factors are equal.
+        ``ppgm.models.tying``). The result is an ordinary network whose tied factors are equal.
 
     Examples
     --------
@@ -679,8 +679,8 @@ class NaiveMLEEstimator(_NoisyTableEstimator):
             The record count (default: the release's, or estimated from the tables' totals).
         l2 : float, "release", "paper" or "calibrated", optional
             L2 weight per record: by default chosen from the release by a parametric bootstrap
-            (``ppgm.cgm.release_l2``); ``"paper"`` for the paper's ``1 / N``; ``"calibrated"`` for one
-            that grows with the noise (``ppgm.cgm.noise_calibrated_l2``).
+            (``ppgm.learners.cgm.release_l2``); ``"paper"`` for the paper's ``1 / N``; ``"calibrated"`` for one
+            that grows with the noise (``ppgm.learners.cgm.noise_calibrated_l2``).
         project : bool
             Project each table onto the simplex first.
         seed : int or numpy.random.Generator
@@ -729,7 +729,7 @@ class CGMEstimator(_NoisyTableEstimator):
     tied : list of groups of cliques, optional
         Cliques that share one log-potential, e.g. ``[[("x0", "x1"), ("x1", "x2"), ("x2", "x3")]]``
         for a time-homogeneous chain (members aligned axis by axis in the order written; see
-        ``ppgm.tying``). The result is an ordinary network whose tied factors are equal.
+        ``ppgm.models.tying``). The result is an ordinary network whose tied factors are equal.
 
     Examples
     --------
@@ -745,7 +745,7 @@ class CGMEstimator(_NoisyTableEstimator):
                  max_iter: int | None = None, tol: float = 1e-6, progress: bool = True, init_l2: float | None = None,
                  moment_match: bool = True, rtol: float | None = None, callback=None, stop: str = "release",
                  seed=0, accelerate: bool | None = None) -> DiscreteMarkovNetwork:
-        """Run CGM-EM on the release (the arguments of :func:`ppgm.cgm.cgm_em`, whose docstring gives the
+        """Run CGM-EM on the release (the arguments of :func:`ppgm.learners.cgm.cgm_em`, whose docstring gives the
         defaults and what they were measured against).
 
         Parameters
@@ -756,10 +756,10 @@ class CGMEstimator(_NoisyTableEstimator):
             The record count (default: the release's, or estimated from the tables' totals).
         l2 : float or "release", optional
             M-step L2 weight per record (default: noise-aware); ``"release"`` with ``stop="converged"``:
-            chosen from the release for EM run to convergence (``ppgm.em_rules.release_mstep_l2``, opt-in).
+            chosen from the release for EM run to convergence (``ppgm.learners.em_rules.release_mstep_l2``, opt-in).
         estep : {"dual", "nlbp"}
         max_iter, tol, rtol
-            EM's stopping rule (defaults as :func:`ppgm.cgm.cgm_em`'s: 30 and 1e-4, or 200 and 1e-4 with
+            EM's stopping rule (defaults as :func:`ppgm.learners.cgm.cgm_em`'s: 30 and 1e-4, or 200 and 1e-4 with
             ``l2="release"``).
         progress : bool
         init_l2 : float or str, optional

@@ -7,12 +7,12 @@ from pgmpy.base import DAG
 from pgmpy.models import DiscreteBayesianNetwork
 from pgmpy.parameter_estimator.base import DiscreteParameterEstimator
 
-from ppgm import checks
-from ppgm.binary_encoding import binary_encoding
-from ppgm.cpts import empirical_cpts
-from ppgm.domain import Domain
-from ppgm.robust_filter import filter_known_topology
-from ppgm.rng import as_generator
+from ppgm.core import checks
+from ppgm.learners.binary_encoding import binary_encoding
+from ppgm.models.cpts import empirical_cpts
+from ppgm.factors.domain import Domain
+from ppgm.learners.robust_filter import filter_known_topology
+from ppgm.core.rng import as_generator
 
 from .data import check_frame, encode
 from .models import tabular_cpds
@@ -41,7 +41,7 @@ class RobustFilter(DiscreteParameterEstimator):
         with its stopping rule and constants on per-configuration whitened coordinates;
         ``"single_pass"``: one eigenvector, drop the ``epsilon * N`` most extreme rows (what the
         authors ran); ``"iterative"``: the same in ``rounds`` passes. See
-        ``ppgm.robust_filter.filter_known_topology``.
+        ``ppgm.learners.robust_filter.filter_known_topology``.
     rounds : int
         Passes of the iterative mode.
     encoding : {"native", "binary"}

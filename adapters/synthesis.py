@@ -19,14 +19,14 @@ import numpy as np
 import pandas as pd
 from pgmpy.models import DiscreteMarkovNetwork
 
-from ppgm import checks
-from ppgm.cgm import cgm_em, naive_mle, population_size
-from ppgm.measurement import Measurement
-from ppgm.mechanisms import GaussianMechanism, PrivacyAccountant, check_release_arguments, noise_generator
-from ppgm.rng import as_generator
-from ppgm.sampling import round_markov, sample_markov
-from ppgm.aim import ALPHA, ROUNDS_PER_VARIABLE, aim_select, closure
-from ppgm.selection import Selected, mst_select
+from ppgm.core import checks
+from ppgm.learners.cgm import cgm_em, naive_mle, population_size
+from ppgm.models.measurement import Measurement
+from ppgm.privacy.mechanisms import GaussianMechanism, PrivacyAccountant, check_release_arguments, noise_generator
+from ppgm.core.rng import as_generator
+from ppgm.inference.sampling import round_markov, sample_markov
+from ppgm.synthesis.aim import ALPHA, ROUNDS_PER_VARIABLE, aim_select, closure
+from ppgm.synthesis.selection import Selected, mst_select
 
 from .data import decode
 from .models import markov_to_pgmpy
@@ -48,7 +48,7 @@ class SyntheticRelease:
         The fitted network (one factor per measured clique).
     tables : NoisyTables
         Every published table (one-way tables, then the selected marginals) with its noise law.
-    selected : list of ppgm.selection.Selected
+    selected : list of ppgm.synthesis.selection.Selected
         The chosen marginals, in order, with how each was chosen (public).
     accountant : PrivacyAccountant
         Its ledger names every published part and its cost.
@@ -60,7 +60,7 @@ class SyntheticRelease:
     spent : list of dict
         The release's parts and their zCDP cost.
     history : list of dict
-        AIM's rounds (``ppgm.aim.AIMRun.history``: clique, sigma, epsilon, cost, model size); empty
+        AIM's rounds (``ppgm.synthesis.aim.AIMRun.history``: clique, sigma, epsilon, cost, model size); empty
         for MST.
     seconds : dict
         Wall time of each stage: ``select`` (counting, noise and selection), ``fit``, ``synthesize``.
@@ -232,8 +232,8 @@ def mst_release(
         Synthetic records to draw; default the estimated record count.
     synthetic : {"round", "sample"}
         ``"round"`` (default, private-pgm's "round"): records whose measured cliques' counts are the
-        model's expected counts rounded (:func:`ppgm.sampling.round_markov`); ``"sample"``: i.i.d.
-        exact draws (:func:`ppgm.sampling.sample_markov`), with their sampling noise.
+        model's expected counts rounded (:func:`ppgm.inference.sampling.round_markov`); ``"sample"``: i.i.d.
+        exact draws (:func:`ppgm.inference.sampling.sample_markov`), with their sampling noise.
     individuals, max_contributions, reweight, on_unknown
         As :func:`ppgm.adapters.release_tables`: who each record belongs to and the public bound of
         their contribution.
@@ -327,7 +327,7 @@ def aim_release(
     progress: bool = True,
 ) -> SyntheticRelease:
     """Release a private model of ``data`` and synthetic records from it, choosing the marginals
-    adaptively as AIM does (:func:`ppgm.aim.aim_select`): all one-way tables, then rounds that
+    adaptively as AIM does (:func:`ppgm.synthesis.aim.aim_select`): all one-way tables, then rounds that
     measure the workload marginal the current model answers worst, under a model-size cap.
 
     Parameters

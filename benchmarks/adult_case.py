@@ -18,7 +18,7 @@ import numpy as np
 
 from ppgm import Domain, Factor, contingency_tables, infer
 from ppgm.adapters import load_adult
-from ppgm.mechanisms import LaplaceMechanism
+from ppgm.privacy.mechanisms import LaplaceMechanism
 
 NUMERIC = ["age", "educational-num", "capital-gain", "capital-loss", "hours-per-week"]
 DROP = ["fnlwgt"]

@@ -49,11 +49,11 @@ from bench_synthesis import _patch_opendp_budget_split, adult, bif_codes, child,
 
 from ppgm.adapters import aim_release  # noqa: E402
 from ppgm.adapters.models import markov_from_pgmpy  # noqa: E402
-from ppgm.aim import _measurements  # noqa: E402
-from ppgm.cgm import cgm_em, naive_mle, population_size  # noqa: E402
+from ppgm.synthesis.aim import _measurements  # noqa: E402
+from ppgm.learners.cgm import cgm_em, naive_mle, population_size  # noqa: E402
 from ppgm import Domain, Factor, MarkovNetwork  # noqa: E402
-from ppgm.inference import infer  # noqa: E402
-from ppgm.junction_tree import JunctionTree  # noqa: E402
+from ppgm.inference.marginals import infer  # noqa: E402
+from ppgm.inference.junction_tree import JunctionTree  # noqa: E402
 
 LABELS = {"rounds": "ppgm AIM, rounds' fit", "naive": "ppgm AIM, naive MLE", "cgm": "ppgm AIM, CGM-EM"}
 KL_RULE = "ppgm AIM, naive MLE (KL rule)"  # runs before session 20: the naive weight chosen by the KL criterion

@@ -8,15 +8,15 @@ for a reproducible grid: the same integer law as a private release, but not priv
 KL(true || learned) in nats, mean edge-marginal total variation, wall time.
 
 Regularisation and stopping, fixed for all cells:
-  non-private MLE  exact tables / N, l2 = 1/N, ppgm.mle.fit_marginals (truncated Newton) to gradient 1e-7
+  non-private MLE  exact tables / N, l2 = 1/N, ppgm.learners.mle.fit_marginals (truncated Newton) to gradient 1e-7
   naive MLE        simplex-projected y / N, l2 = 1/N, same stopping (the paper's baseline)
   naive, calib.    the same with l2 = (1 + r)/N, r = noise variance / sampling variance of an average cell
-                   (ppgm.cgm.noise_calibrated_l2): our variant, and CGM-EM's start until the release chose it
-  CGM-EM           defaults: start at the naive fit at the release-chosen weight (ppgm.cgm.release_l2: a parametric
+                   (ppgm.learners.cgm.noise_calibrated_l2): our variant, and CGM-EM's start until the release chose it
+  CGM-EM           defaults: start at the naive fit at the release-chosen weight (ppgm.learners.cgm.release_l2: a parametric
                    bootstrap of the release from the 1/N fit), moment-matched (Gaussian) E-step, noise-aware l2
-                   (0.1/N .. 1/N, ppgm.cgm.noise_aware_l2) in the M-step, dual E-step, one truncated Newton step per
-                   M-step (ppgm.mle), and the number of EM iterations chosen from a simulated release
-                   (stop="release", at most 30; ppgm.em_rules.release_iterations). "CGM-EM 10 it": the same with
+                   (0.1/N .. 1/N, ppgm.learners.cgm.noise_aware_l2) in the M-step, dual E-step, one truncated Newton step per
+                   M-step (ppgm.learners.mle), and the number of EM iterations chosen from a simulated release
+                   (stop="release", at most 30; ppgm.learners.em_rules.release_iterations). "CGM-EM 10 it": the same with
                    max_iter=10 (the chosen count capped at 10)
   mbi              MirrorDescent (its defaults: Armijo steps), known total, squared (L2) or absolute (L1) loss of
                    the residuals divided by the Laplace noise's standard deviation, run to mbi's own stopping rule
@@ -24,7 +24,7 @@ Regularisation and stopping, fixed for all cells:
                    20,000 iterations; the iterations taken are reported. Warm times (the first call of each
                    graph and loss, which compiles, is reported separately as cold)
 
-Seeds. The defaults of ppgm.cgm were set by looking at draws with seeds 0-2 of this grid (the tuning seeds);
+Seeds. The defaults of ppgm.learners.cgm were set by looking at draws with seeds 0-2 of this grid (the tuning seeds);
 the table reports seeds 100-102 (the report seeds), never used to choose anything.
 
 mbi is not a ppgm dependency: run this in an environment with both, e.g.
@@ -49,10 +49,10 @@ from _results import machine, write_section  # noqa: E402
 warnings.filterwarnings("ignore")
 
 from ppgm import Factor, contingency_tables, infer, kl_divergence, sample  # noqa: E402
-from ppgm.cgm import cgm_em, naive_mle, noise_calibrated_l2  # noqa: E402
-from ppgm.mechanisms import LaplaceMechanism  # noqa: E402
-from ppgm.mle import fit_marginals  # noqa: E402
-from ppgm.random_models import erdos_renyi, third_order_chain  # noqa: E402
+from ppgm.learners.cgm import cgm_em, naive_mle, noise_calibrated_l2  # noqa: E402
+from ppgm.privacy.mechanisms import LaplaceMechanism  # noqa: E402
+from ppgm.learners.mle import fit_marginals  # noqa: E402
+from ppgm.models.random_models import erdos_renyi, third_order_chain  # noqa: E402
 
 from _mbi import MirrorDescentFit, mbi  # noqa: E402
 

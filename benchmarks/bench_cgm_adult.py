@@ -43,7 +43,7 @@ from adult_case import adult_case, workload_tv  # noqa: E402
 warnings.filterwarnings("ignore")
 
 from _mbi import MirrorDescentFit, mbi  # noqa: E402
-from ppgm.cgm import cgm_em, naive_mle  # noqa: E402
+from ppgm.learners.cgm import cgm_em, naive_mle  # noqa: E402
 
 EPSILONS = (0.1, 0.5, 1.0, 5.0)
 SEEDS = (1, 2, 3)

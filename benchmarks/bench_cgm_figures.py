@@ -26,10 +26,10 @@ from _results import machine, write_section  # noqa: E402
 warnings.filterwarnings("ignore")
 
 from ppgm import Factor, contingency_tables, infer, kl_divergence, sample  # noqa: E402
-from ppgm.cgm import naive_mle, noise_calibrated_l2  # noqa: E402
-from ppgm.mechanisms import LaplaceMechanism  # noqa: E402
-from ppgm.mle import fit_marginals  # noqa: E402
-from ppgm.random_models import third_order_chain  # noqa: E402
+from ppgm.learners.cgm import naive_mle, noise_calibrated_l2  # noqa: E402
+from ppgm.privacy.mechanisms import LaplaceMechanism  # noqa: E402
+from ppgm.learners.mle import fit_marginals  # noqa: E402
+from ppgm.models.random_models import third_order_chain  # noqa: E402
 
 SEEDS = (0, 1, 2)
 IMG = Path(__file__).with_name("img") / "cgm_fig1.png"

@@ -43,9 +43,9 @@ def run_one(kind: str, where: str, n: int) -> dict:
 
     from ppgm.adapters import bayes_from_pgmpy, filter_dask, load_bif_example, sample_partitions
     from ppgm.adapters.dask_backend import array_blocks
-    from ppgm.robust_filter import filter_known_topology
-    from ppgm.sampling import sample
-    from ppgm.tables import contingency_tables
+    from ppgm.learners.robust_filter import filter_known_topology
+    from ppgm.inference.sampling import sample
+    from ppgm.inference.tables import contingency_tables
 
     alarm = load_bif_example("alarm")
     bn = bayes_from_pgmpy(alarm)

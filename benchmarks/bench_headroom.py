@@ -31,8 +31,8 @@ warnings.filterwarnings("ignore")
 
 from bench_regularisation import FAMILIES, MODEL_SEED, REPORT_SEEDS  # noqa: E402
 from ppgm import contingency_tables, kl_divergence, sample  # noqa: E402
-from ppgm.cgm import cgm_em, naive_mle, noise_calibrated_l2  # noqa: E402
-from ppgm.mechanisms import LaplaceMechanism  # noqa: E402
+from ppgm.learners.cgm import cgm_em, naive_mle, noise_calibrated_l2  # noqa: E402
+from ppgm.privacy.mechanisms import LaplaceMechanism  # noqa: E402
 
 GRID = 10 ** (np.arange(0, 19) / 4)  # c = 1 .. 10^4.5: the weights c / N of the naive grid
 EM_ITERS = 40

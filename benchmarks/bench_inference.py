@@ -31,7 +31,7 @@ from pgmpy.inference import BeliefPropagation, VariableElimination  # noqa: E402
 
 from ppgm import infer  # noqa: E402
 from ppgm.adapters import LogBeliefPropagation, dirichlet_chain_network, load_bif_example, markov_from_pgmpy, markov_to_pgmpy  # noqa: E402
-from ppgm.random_models import grid  # noqa: E402
+from ppgm.models.random_models import grid  # noqa: E402
 
 PAIRS = [(f"X{i}", f"X{j}") for i in range(10) for j in range(i + 1, min(i + 4, 10))]
 

@@ -51,10 +51,11 @@ warnings.filterwarnings("ignore")
 from ppgm import Domain, Measurement, nllh  # noqa: E402
 from ppgm.adapters import LaplaceMechanism, MaxEntClassifier, adult_schema, aggregate, load_adult  # noqa: E402
 from ppgm.adapters.aggregated import quadratic_one_hot  # noqa: E402
-from ppgm.aggregates import aggregate_records, noisy_aggregates, table_scopes, treat_as_exact  # noqa: E402
-from ppgm.maxent import MaxEntLayout, MaxEntModel, fit_maxent  # noqa: E402
-from ppgm.random_models import random_bayesian_network, xor_aggregates  # noqa: E402
-from ppgm.sampling import sample_bayes  # noqa: E402
+from ppgm.learners.aggregates import aggregate_records, noisy_aggregates, table_scopes, treat_as_exact  # noqa: E402
+from ppgm.learners.maxent import MaxEntLayout, MaxEntModel, fit_maxent  # noqa: E402
+from ppgm.learners.aggregates import xor_aggregates  # noqa: E402
+from ppgm.models.random_models import random_bayesian_network  # noqa: E402
+from ppgm.inference.sampling import sample_bayes  # noqa: E402
 
 NOISY_NOTE = (
     "Every table of the all-pairs release (d and c, T tables) gets discrete Laplace noise of scale 2T / epsilon, drawn privately "

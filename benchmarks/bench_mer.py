@@ -37,11 +37,11 @@ from _results import machine, write_section  # noqa: E402
 warnings.filterwarnings("ignore")
 
 from ppgm import Domain, Factor, MarkovNetwork, sample  # noqa: E402
-from ppgm.mer import precision_recall  # noqa: E402
-from ppgm.mer_discrete import DiscreteMER  # noqa: E402
-from ppgm.mer_gaussian import GaussianMER  # noqa: E402
-from ppgm.random_models import gaussian_cycle, overlapping_sample_sets  # noqa: E402
-from ppgm.sample_sets import SampleSet, pooled_counts, pooled_moments  # noqa: E402
+from ppgm.mer.program import precision_recall  # noqa: E402
+from ppgm.mer.discrete import DiscreteMER  # noqa: E402
+from ppgm.mer.gaussian import GaussianMER  # noqa: E402
+from ppgm.models.random_models import gaussian_cycle, overlapping_sample_sets  # noqa: E402
+from ppgm.mer.sample_sets import SampleSet, pooled_counts, pooled_moments  # noqa: E402
 
 RATIOS = (1.01, 2, 5, 10, 20, 40, 80)
 SCALE_NOTE = (

@@ -13,7 +13,7 @@ Release  release_tables(..., individuals="person", reweight=True): each person's
 Methods  on that release: the naive MLE and CGM-EM, each free (one potential per hour pair) and
          tied (tied=: one shared pair potential); the tied naive MLE also with its noise-calibrated
          L2 weight (l2="calibrated", the weight CGM-EM starts from), and with l2 = 23 / N, the weight its
-         shared table had when the penalty counted every copy (ppgm.tying); tied CGM-EM also run to
+         shared table had when the penalty counted every copy (ppgm.models.tying); tied CGM-EM also run to
          convergence at an M-step weight chosen from the release (l2="release", stop="converged", opt-in;
          docs/regularisation.md). Two other releases of the same
          budget: one pooled Laplace table for the tied group (release_tables(..., tied=): the 23 pair
@@ -54,11 +54,11 @@ warnings.filterwarnings("ignore")
 
 from ppgm import Domain, Factor, MarkovNetwork  # noqa: E402
 from ppgm.adapters import GaussianMechanism, LaplaceMechanism, bounded_tables, mobility_study, release_tables  # noqa: E402
-from ppgm.mechanisms import PrivacyAccountant  # noqa: E402
+from ppgm.privacy.mechanisms import PrivacyAccountant  # noqa: E402
 from ppgm.adapters.models import markov_from_pgmpy  # noqa: E402
-from ppgm.cgm import cgm_em, naive_mle, population_size  # noqa: E402
-from ppgm.inference import infer  # noqa: E402
-from ppgm.measurement import Measurement  # noqa: E402
+from ppgm.learners.cgm import cgm_em, naive_mle, population_size  # noqa: E402
+from ppgm.inference.marginals import infer  # noqa: E402
+from ppgm.models.measurement import Measurement  # noqa: E402
 
 # tuned on seed 5 (never reported) over steps {60, 300} x step {0.5, 3, 10} x clip {5, 20} at epsilon 0.5
 # and 5: held-out -19.30 at both, the truth's -18.53; 60 steps of 0.5 (the first guess) gave -23.0

@@ -37,9 +37,9 @@ from _results import machine, write_section  # noqa: E402
 warnings.filterwarnings("ignore")
 
 from ppgm import contingency_tables, kl_divergence, sample  # noqa: E402
-from ppgm.cgm import cgm_em, naive_mle, release_l2  # noqa: E402
-from ppgm.mechanisms import LaplaceMechanism  # noqa: E402
-from ppgm.random_models import erdos_renyi, pairwise_dirichlet, third_order_chain  # noqa: E402
+from ppgm.learners.cgm import cgm_em, naive_mle, release_l2  # noqa: E402
+from ppgm.privacy.mechanisms import LaplaceMechanism  # noqa: E402
+from ppgm.models.random_models import erdos_renyi, pairwise_dirichlet, third_order_chain  # noqa: E402
 
 MODEL_SEED, REPORT_SEEDS = 2017, (100, 101)
 

@@ -63,10 +63,10 @@ warnings.filterwarnings("ignore")
 
 from ppgm import BayesianNetwork, sample, total_variation  # noqa: E402
 from ppgm.adapters import bayes_from_pgmpy, load_bif_example  # noqa: E402
-from ppgm.binary_encoding import binary_encoding  # noqa: E402
-from ppgm.cpts import CPTLayout, empirical_cpts  # noqa: E402
-from ppgm.random_models import random_bayesian_network  # noqa: E402
-from ppgm.robust_filter import filter_known_topology  # noqa: E402
+from ppgm.learners.binary_encoding import binary_encoding  # noqa: E402
+from ppgm.models.cpts import CPTLayout, empirical_cpts  # noqa: E402
+from ppgm.models.random_models import random_bayesian_network  # noqa: E402
+from ppgm.learners.robust_filter import filter_known_topology  # noqa: E402
 
 TV_DRAWS = 100_000
 TOLD = 0.1

@@ -52,11 +52,11 @@ fix_hash_seed()  # as bench_inference (imported below for its queries) does: re-
 warnings.filterwarnings("ignore")
 
 from ppgm import kl_divergence  # noqa: E402
-from ppgm.cgm import INIT_TOL, cgm_em, naive_mle  # noqa: E402
-from ppgm.measurement import Measurement  # noqa: E402
-from ppgm.mle import MarginalOracle  # noqa: E402
-from ppgm.random_models import pairwise_dirichlet, third_order_chain  # noqa: E402
-from ppgm.release_rule import simulated_release  # noqa: E402
+from ppgm.learners.cgm import INIT_TOL, cgm_em, naive_mle  # noqa: E402
+from ppgm.models.measurement import Measurement  # noqa: E402
+from ppgm.learners.mle import MarginalOracle  # noqa: E402
+from ppgm.models.random_models import pairwise_dirichlet, third_order_chain  # noqa: E402
+from ppgm.learners.release_rule import simulated_release  # noqa: E402
 
 N = 100_000
 EPSILON = 1.0

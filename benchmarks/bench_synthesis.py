@@ -44,12 +44,12 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).parent))
 from _results import machine, write_section  # noqa: E402
 
-from ppgm.aim import _measurements  # noqa: E402
-from ppgm.cgm import naive_mle, population_size  # noqa: E402
+from ppgm.synthesis.aim import _measurements  # noqa: E402
+from ppgm.learners.cgm import naive_mle, population_size  # noqa: E402
 from ppgm.adapters import adult_schema, load_adult, load_bif_example, mst_release, sample  # noqa: E402
 from ppgm.adapters.models import markov_from_pgmpy  # noqa: E402
 from ppgm import Domain, Factor, MarkovNetwork  # noqa: E402
-from ppgm.inference import infer  # noqa: E402
+from ppgm.inference.marginals import infer  # noqa: E402
 
 ADULT_CUTS = {  # public round cut points (a value v falls in bin searchsorted(cuts, v, 'left'))
     "age": [20, 30, 40, 50, 60, 70, 80],

@@ -107,7 +107,7 @@ def laplace_release(truth, N, scale, seed):
     """Continuous Laplace noise of the given scale on every clique table of N records drawn from ``truth``
     (a seeded simulation for the learners' tests, not a private release)."""
     from ppgm import contingency_tables, sample
-    from ppgm.measurement import Measurement
+    from ppgm.models.measurement import Measurement
 
     rng = np.random.default_rng(seed)
     tabs = contingency_tables(sample(truth, N, seed=rng), truth.domain, truth.scopes)

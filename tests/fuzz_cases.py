@@ -397,7 +397,7 @@ def run(entry: Entry, argument: str, value) -> Outcome:
     kwargs = entry.valid()
     kwargs[argument] = value
     before = fingerprint(kwargs)
-    from ppgm.junction_tree import JunctionTreeTooLarge
+    from ppgm.inference.junction_tree import JunctionTreeTooLarge
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -20,12 +20,12 @@ PATH = Path(__file__).with_name("fixtures") / "refactor_outputs.npz"
 
 def compute() -> dict:
     from ppgm import contingency_tables, infer, loopy_belief_propagation, sample
-    from ppgm.aggregates import aggregate_records
-    from ppgm.cgm import cgm_em, naive_mle
-    from ppgm.maxent import fit_maxent
-    from ppgm.mechanisms import LaplaceMechanism
-    from ppgm.random_models import erdos_renyi, random_bayesian_network, third_order_chain
-    from ppgm.robust_filter import filter_known_topology
+    from ppgm.learners.aggregates import aggregate_records
+    from ppgm.learners.cgm import cgm_em, naive_mle
+    from ppgm.learners.maxent import fit_maxent
+    from ppgm.privacy.mechanisms import LaplaceMechanism
+    from ppgm.models.random_models import erdos_renyi, random_bayesian_network, third_order_chain
+    from ppgm.learners.robust_filter import filter_known_topology
 
     out = {}
     warnings.simplefilter("ignore")

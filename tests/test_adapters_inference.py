@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from pgmpy.inference import BeliefPropagation, VariableElimination
 
-import ppgm.junction_tree as jt_module
+import ppgm.inference.junction_tree as jt_module
 from ppgm.adapters import LogBeliefPropagation, dirichlet_chain_network, load_bif_example
 
 

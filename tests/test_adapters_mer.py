@@ -6,7 +6,7 @@ import pytest
 from pgmpy.inference import VariableElimination
 
 from ppgm.adapters import ini, mer
-from ppgm.random_models import gaussian_cycle, overlapping_sample_sets
+from ppgm.models.random_models import gaussian_cycle, overlapping_sample_sets
 
 
 def _gaussian_frames(n=8, seed=0):

@@ -14,7 +14,7 @@ from ppgm.adapters import (
     markov_to_pgmpy,
     tabular_cpds,
 )
-from ppgm.random_models import third_order_chain
+from ppgm.models.random_models import third_order_chain
 
 
 def _student():

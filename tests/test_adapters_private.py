@@ -154,7 +154,7 @@ def test_estimators_return_pgmpy_networks_and_cgm_beats_naive():
 
 def test_cgm_estimator_passes_the_release_chosen_mstep_weight_through():
     # the estimator's defaults must not override cgm_em's for this mode (200 iterations, rtol 1e-5, SQUAREM)
-    from ppgm.cgm import cgm_em
+    from ppgm.learners.cgm import cgm_em
 
     mn, df = _data()
     rel = release_tables(df, mn, LaplaceMechanism(0.5), seed=5)

@@ -167,9 +167,9 @@ def test_aim_release_can_return_the_rounds_own_fit():
     on the measured cliques match what a fresh naive fit at that weight gives."""
     from ppgm import infer
     from ppgm.adapters import markov_from_pgmpy
-    from ppgm.aim import _measurements
-    from ppgm.cgm import population_size
-    from ppgm.cgm import naive_mle
+    from ppgm.synthesis.aim import _measurements
+    from ppgm.learners.cgm import population_size
+    from ppgm.learners.cgm import naive_mle
 
     df, states = _chain_frame(5_000, d=4)
     rel = _aim(data=df, state_names=states, rho=1.0, workload=2, seed=5, estimator="rounds")

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from ppgm import Domain, Measurement
-import ppgm.aim as aim_module
+import ppgm.synthesis.aim as aim_module
 from hypothesis import given, settings, strategies as st
-from ppgm.aim import ALPHA, ROUNDS_PER_VARIABLE, _combined, aim_scores, aim_select, closure, jt_cells
-from ppgm.junction_tree import JunctionTree
-from ppgm.tables import contingency_tables
+from ppgm.synthesis.aim import ALPHA, ROUNDS_PER_VARIABLE, _combined, aim_scores, aim_select, closure, jt_cells
+from ppgm.inference.junction_tree import JunctionTree
+from ppgm.inference.tables import contingency_tables
 
 
 def _chain(n, d, rng, flip=0.1):
@@ -159,7 +159,7 @@ def test_each_round_selects_with_the_charged_budget_and_sensitivity(monkeypatch)
 def test_a_refit_that_stops_short_is_flagged_and_warned(monkeypatch):
     """The between-round refits are iterative: one that stops before its tolerance is recorded in the
     round's history and named in a ConvergenceWarning, not passed off as converged."""
-    from ppgm.progress import ConvergenceWarning
+    from ppgm.core.progress import ConvergenceWarning
 
     real = aim_module.fit_marginals
     monkeypatch.setattr(aim_module, "fit_marginals", lambda *a, **k: real(*a, **{**k, "max_iter": 1, "tol": 1e-14}))
@@ -177,8 +177,8 @@ def test_rounds_are_the_same_with_large_clique_paths_forced(monkeypatch):
     """AIM's rounds with every clique mapped by axis sums and every parent, separator sum and message product
     read as arrays (the paths Adult's million-cell cliques take) choose the same marginals and reach the same
     model as the index-array paths: the refits see the same numbers to rounding."""
-    import ppgm.junction_tree as jtm
-    import ppgm.mle as mle
+    import ppgm.inference.junction_tree as jtm
+    import ppgm.learners.mle as mle
 
     rng = np.random.default_rng(4)
     d = 5

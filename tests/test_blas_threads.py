@@ -5,8 +5,8 @@ import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from ppgm import Domain, Factor
-from ppgm.blas_threads import one_blas_thread
-from ppgm.mle import fit_marginals
+from ppgm.core.blas_threads import one_blas_thread
+from ppgm.learners.mle import fit_marginals
 
 
 def blas_threads() -> list[int]:

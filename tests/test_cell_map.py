@@ -1,16 +1,16 @@
-"""ppgm.cell_map: the planned axis sums against brute-force marginal sums, and the oracle that uses them
+"""ppgm.factors.cell_map: the planned axis sums against brute-force marginal sums, and the oracle that uses them
 against the sparse map it replaces on large cliques."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import ppgm.cell_map as cell_map
-import ppgm.mle as mle
-from ppgm.cell_map import CliqueReduction
-from ppgm.domain import Domain
-from ppgm.mle import MarginalOracle, fit_marginals
-from ppgm.random_models import pairwise_dirichlet
+import ppgm.factors.cell_map as cell_map
+import ppgm.learners.mle as mle
+from ppgm.factors.cell_map import CliqueReduction
+from ppgm.factors.domain import Domain
+from ppgm.learners.mle import MarginalOracle, fit_marginals
+from ppgm.models.random_models import pairwise_dirichlet
 
 
 def _reference(shape, scopes, y, x):
@@ -124,7 +124,7 @@ def test_oracle_with_planned_cliques_matches_the_sparse_map(monkeypatch, seed):
 def test_fit_with_planned_cliques_is_the_same_fit(monkeypatch):
     truth = _triangle_model()
     d = truth.domain
-    from ppgm.inference import infer
+    from ppgm.inference.marginals import infer
     cal = infer(truth)
     targets = cal.factor_marginals() + [cal.marginal([v]) for v in d.variables]
     monkeypatch.setattr(mle, "PLAN_CELLS", 10**12)

@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 
 from ppgm import Domain, Factor, MarkovNetwork, contingency_tables, infer, kl_divergence, sample
-from ppgm.cgm import MarginalOracle, cgm_em, estep_dual, estep_nlbp, naive_mle, noise_calibrated_l2, population_size
-from ppgm.measurement import Measurement
-from ppgm.mle import fit_marginals
-from ppgm.random_models import pairwise_dirichlet, third_order_chain
+from ppgm.learners.cgm import MarginalOracle, cgm_em, estep_dual, estep_nlbp, naive_mle, noise_calibrated_l2, population_size
+from ppgm.models.measurement import Measurement
+from ppgm.learners.mle import fit_marginals
+from ppgm.models.random_models import pairwise_dirichlet, third_order_chain
 
 
 def _chain3(seed=0):
@@ -59,8 +59,8 @@ def test_newton_and_lbfgs_e_steps_agree_on_a_tree_of_fifty_tables(scales):
     optimum (strictly convex), so the same expected counts and value; Newton from a warm start takes
     a few calibrations. One noise scale for every table takes the gauge split (the dual's gauge part in
     closed form); mixed scales the whole space."""
-    from ppgm.cgm import _moment_matched
-    from ppgm.release_rule import simulated_release
+    from ppgm.learners.cgm import _moment_matched
+    from ppgm.learners.release_rule import simulated_release
 
     rng = np.random.default_rng(0)
     truth = pairwise_dirichlet([(int(rng.integers(0, i)), i) for i in range(1, 50)], 50, 4, alpha=1.0, seed=0)
@@ -313,8 +313,8 @@ def test_pooled_release_learns_a_tied_chain_better_than_separate_tables():
     """A time-homogeneous chain released as one pooled edge table (sensitivity: the edges a record
     adds to it) against the same budget spent on separate edge tables: with Laplace noise the pooled
     release's noise per shared cell is (edges) times smaller in variance, and both learners gain."""
-    from ppgm.mechanisms import LaplaceMechanism
-    from ppgm.random_models import mobility_chain
+    from ppgm.privacy.mechanisms import LaplaceMechanism
+    from ppgm.models.random_models import mobility_chain
 
     truth = mobility_chain(locations=3, hours=8, seed=0)
     d = truth.domain

@@ -24,8 +24,8 @@ from ppgm.adapters import (  # noqa: E402
     sample_partitions,
 )
 from ppgm.adapters.dask_backend import DaskBlocks  # noqa: E402
-from ppgm.executor import BlockLost  # noqa: E402
-from ppgm.robust_filter import filter_known_topology  # noqa: E402
+from ppgm.core.executor import BlockLost  # noqa: E402
+from ppgm.learners.robust_filter import filter_known_topology  # noqa: E402
 
 
 pytestmark = pytest.mark.xdist_group("dask")  # one worker, one LocalCluster for the module

@@ -13,9 +13,11 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 
 import ppgm.adapters  # noqa: E402
 
+# every module of the engine's layer subpackages and of the adapters
 MODULES = sorted(
-    {m.name for m in pkgutil.iter_modules(ppgm.__path__, "ppgm.") if m.name not in ("ppgm.__main__", "ppgm.adapters")}
-    | {m.name for m in pkgutil.iter_modules(ppgm.adapters.__path__, "ppgm.adapters.")}
+    {m.name for m in pkgutil.walk_packages(ppgm.__path__, "ppgm.") if m.name != "ppgm.__main__"
+     and not m.name.startswith("ppgm.adapters")}
+    | {m.name for m in pkgutil.walk_packages(ppgm.adapters.__path__, "ppgm.adapters.")}
     | {"ppgm", "ppgm.adapters"}
 )
 

@@ -12,9 +12,9 @@ import pytest
 
 import ppgm
 import ppgm.adapters as pa
-from ppgm.measurement import Measurement
-from ppgm.random_models import third_order_chain
-from ppgm.release_rule import simulated_release
+from ppgm.models.measurement import Measurement
+from ppgm.models.random_models import third_order_chain
+from ppgm.learners.release_rule import simulated_release
 
 
 @pytest.fixture(scope="module")

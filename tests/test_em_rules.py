@@ -1,4 +1,4 @@
-"""EM's loops and release-based rules (ppgm.em_rules): the iteration count and the M-step weight chosen
+"""EM's loops and release-based rules (ppgm.learners.em_rules): the iteration count and the M-step weight chosen
 from the release, and SQUAREM's extrapolated loop."""
 
 import warnings
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from ppgm import contingency_tables, infer, kl_divergence, sample
-from ppgm.cgm import cgm_em, naive_mle
-from ppgm.random_models import pairwise_dirichlet, third_order_chain
-from ppgm.release_rule import UndecidedWarning, simulated_release
+from ppgm.learners.cgm import cgm_em, naive_mle
+from ppgm.models.random_models import pairwise_dirichlet, third_order_chain
+from ppgm.learners.release_rule import UndecidedWarning, simulated_release
 
 from conftest import laplace_release as _release
 
@@ -33,9 +33,9 @@ def test_cgm_em_iterations_chosen_from_the_release():
 def test_iteration_count_is_the_minimum_of_one_simulated_release_rebuilt_from_the_public_api():
     # the default rule simulates one release (ITER_BOOT): its curve is KL(pilot || EM iterate t), EM run by
     # cgm_em itself from the naive refit of that release, and the count is the curve's minimum
-    from ppgm.cgm import Pilot, release_l2
-    from ppgm.em_rules import ITER_BOOT, RISE
-    from ppgm.mle import MarginalOracle
+    from ppgm.learners.cgm import Pilot, release_l2
+    from ppgm.learners.em_rules import ITER_BOOT, RISE
+    from ppgm.learners.mle import MarginalOracle
 
     assert ITER_BOOT == 1
     truth = pairwise_dirichlet([(0, 1), (1, 2), (2, 3)], 4, 3, alpha=0.5, seed=11)
@@ -83,10 +83,10 @@ def _joint_kl(p, q) -> float:
 
 
 def test_cgm_em_mstep_weight_chosen_from_the_release_for_converged_em():
-    from ppgm.cgm import Pilot, noise_aware_l2, release_l2
-    from ppgm.em_rules import MSTEP_BOOT, MSTEP_CANDIDATES, MSTEP_MAX_ITER, MSTEP_RTOL
-    from ppgm.mle import MarginalOracle
-    from ppgm.release_rule import STEP
+    from ppgm.learners.cgm import Pilot, noise_aware_l2, release_l2
+    from ppgm.learners.em_rules import MSTEP_BOOT, MSTEP_CANDIDATES, MSTEP_MAX_ITER, MSTEP_RTOL
+    from ppgm.learners.mle import MarginalOracle
+    from ppgm.learners.release_rule import STEP
 
     truth = pairwise_dirichlet([(0, 1), (1, 2), (2, 3)], 4, 3, alpha=0.3, seed=3)
     N = 2000.0
@@ -130,7 +130,7 @@ def test_release_chosen_mstep_weight_beats_the_iteration_rule_on_a_sparse_chain(
     # iteration rule is no better than its start and converged EM at a smaller weight is
     truth = pairwise_dirichlet([(i, i + 1) for i in range(9)], 10, 6, alpha=0.1, seed=7)
     rng = np.random.default_rng([0, 1000, 1000])
-    from ppgm.mechanisms import LaplaceMechanism
+    from ppgm.privacy.mechanisms import LaplaceMechanism
 
     ys = LaplaceMechanism(1.0).release(contingency_tables(sample(truth, 1000, seed=rng), truth.domain, truth.scopes), seed=rng)
     with warnings.catch_warnings():
@@ -143,7 +143,7 @@ def test_release_chosen_mstep_weight_beats_the_iteration_rule_on_a_sparse_chain(
 
 def _sparse_release_eps01():
     # a tuning cell (sparse chain, N = 10,000, eps = 0.1) where the simulations ask for ever smaller weights
-    from ppgm.mechanisms import LaplaceMechanism
+    from ppgm.privacy.mechanisms import LaplaceMechanism
 
     truth = pairwise_dirichlet([(i, i + 1) for i in range(9)], 10, 6, alpha=0.1, seed=7)
     rng = np.random.default_rng([0, 10_000, 100])
@@ -153,9 +153,9 @@ def _sparse_release_eps01():
 
 def test_a_path_whose_lowest_weight_keeps_winning_ends_undecided_and_says_so(monkeypatch):
     # without the flatness stop the lattice runs to its end: the lowest weight is returned and flagged
-    from ppgm import em_rules
-    from ppgm.cgm import noise_aware_l2
-    from ppgm.em_rules import MSTEP_CANDIDATES, MSTEP_EXTEND
+    from ppgm.learners import em_rules
+    from ppgm.learners.cgm import noise_aware_l2
+    from ppgm.learners.em_rules import MSTEP_CANDIDATES, MSTEP_EXTEND
 
     truth, ys = _sparse_release_eps01()
     monkeypatch.setattr(em_rules, "MSTEP_FLAT", 0.0)
@@ -171,8 +171,8 @@ def test_a_flat_path_is_decided_and_lower_weights_change_little(monkeypatch):
     # the same cell at the default flatness stop: the path ends where its last half-decade gained under
     # MSTEP_FLAT of the score, without a warning; running the lattice four half-decades further (no
     # flatness stop) moves the fit's KL to the truth by under 2%, which is what "flat" promises
-    from ppgm import em_rules
-    from ppgm.em_rules import MSTEP_FLAT
+    from ppgm.learners import em_rules
+    from ppgm.learners.em_rules import MSTEP_FLAT
 
     truth, ys = _sparse_release_eps01()
     with warnings.catch_warnings():
@@ -221,9 +221,9 @@ def test_a_release_chosen_mstep_weight_needs_em_run_to_convergence():
 
 
 def test_iteration_rule_rejects_a_count_of_simulated_releases_that_is_not_a_whole_positive_number():
-    from ppgm.cgm import Pilot
-    from ppgm.em_rules import release_iterations
-    from ppgm.release_rule import within_one_se
+    from ppgm.learners.cgm import Pilot
+    from ppgm.learners.em_rules import release_iterations
+    from ppgm.learners.release_rule import within_one_se
 
     truth = pairwise_dirichlet([(0, 1), (1, 2)], 3, 3, alpha=1.0, seed=2)
     ys = _release(truth, 2000, 10.0, 1)

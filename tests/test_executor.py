@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppgm import Domain, contingency_tables
-from ppgm.executor import FAN_IN, InProcess, LocalBlocks, RecordBlock, add_all, record_blocks, tree_reduce
-from ppgm.random_models import random_bayesian_network
-from ppgm.robust_filter import filter_known_topology
-from ppgm.sampling import sample
+from ppgm.core.executor import FAN_IN, InProcess, LocalBlocks, RecordBlock, add_all, record_blocks, tree_reduce
+from ppgm.models.random_models import random_bayesian_network
+from ppgm.learners.robust_filter import filter_known_topology
+from ppgm.inference.sampling import sample
 
 
 def test_tree_reduce_groups_left_to_right():

@@ -53,7 +53,7 @@ def test_factor_marginals_and_product():
 def test_sum_to_matches_numpy_sum_above_and_below_the_einsum_size(shape, rnd):
     """sum_to takes one einsum from EINSUM_MIN_CELLS cells: the same table as numpy's sum over the dropped
     axes, transposed into keep's order, whatever the shape and the order of keep."""
-    import ppgm.factor as factor_module
+    import ppgm.factors.factor as factor_module
 
     names = tuple(f"V{i}" for i in range(len(shape)))
     values = np.random.default_rng(rnd.randrange(2**32)).random(shape)

@@ -27,10 +27,10 @@ NOT_FLAGS = {"deep", "raise_error", "publish_n", "missing"}
 def world() -> dict:
     import ppgm
     import ppgm.adapters as pa
-    from ppgm.aggregates import aggregate_records, table_scopes
-    from ppgm.measurement import Measurement
-    from ppgm.random_models import random_bayesian_network, third_order_chain
-    from ppgm.release_rule import simulated_release
+    from ppgm.learners.aggregates import aggregate_records, table_scopes
+    from ppgm.models.measurement import Measurement
+    from ppgm.models.random_models import random_bayesian_network, third_order_chain
+    from ppgm.learners.release_rule import simulated_release
 
     truth = third_order_chain(4, 2, seed=0)
     ms = simulated_release(truth, [Measurement(f.variables, np.zeros(f.values.shape), "laplace", 2.0) for f in truth.factors], 500,
@@ -55,7 +55,7 @@ def _doors() -> list:
     import ppgm.adapters as pa
     from pgmpy.models import DiscreteBayesianNetwork
 
-    from ppgm.maxent import fit_maxent
+    from ppgm.learners.maxent import fit_maxent
 
     w = world()
     t, bn = w["truth"], w["bn"]

@@ -4,8 +4,8 @@ from conftest import small_markov_networks
 from hypothesis import HealthCheck, given, settings
 
 from ppgm import Domain, MarkovNetwork
-from ppgm.gauge import Gauge
-from ppgm.mle import _Parameters
+from ppgm.learners.gauge import Gauge
+from ppgm.learners.mle import _Parameters
 
 
 def joint_design(domain, scopes):

@@ -4,8 +4,8 @@ from conftest import brute_log_z, brute_marginal, indicator_moments, small_marko
 from hypothesis import HealthCheck, given, settings
 
 from ppgm import Domain, Factor, JunctionTree, JunctionTreeTooLarge, MarkovNetwork, infer
-from ppgm.junction_tree import SCALED_RANGE
-from ppgm.random_models import grid, pairwise_dirichlet, third_order_chain
+from ppgm.inference.junction_tree import SCALED_RANGE
+from ppgm.models.random_models import grid, pairwise_dirichlet, third_order_chain
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -145,7 +145,7 @@ def test_model_validation():
 @settings(max_examples=40, deadline=None)
 @given(small_markov_networks())
 def test_scaled_and_log_space_schedules_agree(model):
-    import ppgm.junction_tree as jtm
+    import ppgm.inference.junction_tree as jtm
 
     jt = JunctionTree.build(model.domain, model.scopes)
     saved = jtm.SCALED_RANGE, jtm.SCALED_MIN_CELLS, jtm.DENSE_PARENT
@@ -212,7 +212,7 @@ def test_batched_log_schedule_matches_the_per_clique_scaled_one_on_a_deep_tree()
     """The log-space schedule runs level by level over the whole tree; the scaled one clique by clique.
     On a random tree of 60 cliques (many levels, several children per parent) with a seventh of the cells
     at probability zero, both give the same log Z and clique marginals."""
-    from ppgm.random_models import pairwise_dirichlet
+    from ppgm.models.random_models import pairwise_dirichlet
 
     rng = np.random.default_rng(0)
     mn = pairwise_dirichlet([(int(rng.integers(0, i)), i) for i in range(1, 61)], 61, 4, seed=1)
@@ -237,7 +237,7 @@ def test_finite_log_schedule_matches_the_guarded_one_and_the_scaled_one():
     cells are distinct; no shift in the log-sum-exps when every value it can form is bounded). On the same
     deep tree, bounded or not, it agrees with the guarded schedule (the same input as one column) and with
     the per-clique scaled one, with levels of both kinds (distinct parents or not)."""
-    from ppgm.random_models import pairwise_dirichlet
+    from ppgm.models.random_models import pairwise_dirichlet
 
     rng = np.random.default_rng(0)
     mn = pairwise_dirichlet([(int(rng.integers(0, i)), i) for i in range(1, 61)], 61, 4, seed=1)
@@ -283,7 +283,7 @@ def test_columns_calibrate_like_one_model_each_in_both_schedules():
     # calibrate_columns: a model under B evidence masks, by the scaled schedule (keep) and by the log
     # schedule ((cells, B) with -inf), against one calibrate_flat per column; a column that rules out a
     # whole clique has log Z = -inf; potentials spanning thousands of nats take the log schedule
-    from ppgm.random_models import third_order_chain
+    from ppgm.models.random_models import third_order_chain
 
     mn = third_order_chain(6, 3, seed=4)
     tree = JunctionTree.build(mn.domain, mn.scopes)
@@ -330,7 +330,7 @@ def test_exact_fisher_product_is_the_covariance_of_the_clique_indicators(model):
 def test_fisher_product_with_parents_read_as_arrays_is_the_covariance(model):
     """The Fisher product's array path for large parents (forced here on every parent: broadcasts up,
     axis sums down) against the enumerated covariance, forests (empty separators) included."""
-    import ppgm.junction_tree as jtm
+    import ppgm.inference.junction_tree as jtm
     old = jtm.DENSE_PARENT
     jtm.DENSE_PARENT = 1
     try:
@@ -347,7 +347,7 @@ def test_fisher_product_with_parents_read_as_arrays_is_the_covariance(model):
 
 def test_fisher_product_array_path_matches_the_gathered_one_on_a_deep_tree(monkeypatch):
     """Several children per parent at many levels: the array path and the index-array path agree."""
-    import ppgm.junction_tree as jtm
+    import ppgm.inference.junction_tree as jtm
     model = _tree_model(200, 4, 3, extra_edges=[(0, 5), (3, 9), (10, 40)])
     out = []
     for threshold in (1, 10**12):

@@ -3,8 +3,8 @@ from conftest import brute_marginal, small_markov_networks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ppgm.krylov import fisher_product, pcg
-from ppgm.mle import MarginalOracle, _Parameters
+from ppgm.learners.krylov import fisher_product, pcg
+from ppgm.learners.mle import MarginalOracle, _Parameters
 
 
 @settings(max_examples=40, deadline=None)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from ppgm import Domain, Factor, MarkovNetwork, infer, loopy_belief_propagation
-from ppgm.random_models import grid, pairwise_dirichlet
+from ppgm.models.random_models import grid, pairwise_dirichlet
 
 
 def _random_tree(n=12, k=3, seed=0):

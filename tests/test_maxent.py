@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from ppgm import Domain
-from ppgm.aggregates import aggregate_records, hash_buckets, release_aggregates, table_scopes
-from ppgm.maxent import MaxEntLayout, MaxEntModel, _Gibbs, _sigmoid, fit_maxent
-from ppgm.measurement import Measurement
-from ppgm.random_models import xor_aggregates
-from ppgm.mechanisms import LaplaceMechanism
+from ppgm.learners.aggregates import aggregate_records, hash_buckets, release_aggregates, table_scopes
+from ppgm.learners.maxent import MaxEntLayout, MaxEntModel, _Gibbs, _sigmoid, fit_maxent
+from ppgm.models.measurement import Measurement
+from ppgm.learners.aggregates import xor_aggregates
+from ppgm.privacy.mechanisms import LaplaceMechanism
 
 
 def _tiny(seed=0, cards=(2, 3, 2), n=3000):
@@ -170,7 +170,7 @@ def test_noisy_default_budget_is_half_the_chains_twice_the_steps():
     """Exact tables: 8,000 chains x 300 steps. Noisy ones: the same budget as 4,000 x 600, the noisy cells' prior
     keeping 8,000 chains' Monte Carlo variance (the estimator the penalty rule and the tuning used); chains given
     explicitly set the prior too, which changes the fit."""
-    from ppgm.maxent import EXACT_CHAINS, EXACT_STEPS, NOISY_CHAINS, NOISY_STEPS
+    from ppgm.learners.maxent import EXACT_CHAINS, EXACT_STEPS, NOISY_CHAINS, NOISY_STEPS
 
     assert (EXACT_CHAINS, EXACT_STEPS, NOISY_CHAINS, NOISY_STEPS) == (8000, 300, 4000, 600)
     dom, x, y, tables = _tiny(n=2000)
@@ -204,7 +204,7 @@ def test_mu_momentum_only_on_noisy_cells_and_travels_sooner(monkeypatch):
     """Exact tables are untouched by the momentum (w = 1 on every cell); on noisy tables, at a fixed penalty,
     200 steps with it end nearer a long plain run's model than 200 plain steps do (measured: 0.027 against
     0.032 in total variation; at 30 / 60 / 100 steps 0.061 / 0.056 / 0.046 against 0.062 / 0.061 / 0.051)."""
-    import ppgm.maxent as mx
+    import ppgm.learners.maxent as mx
 
     dom, x, y, tables = _tiny(n=2000)
     kw = dict(n_chains=2000, seed=4, progress=False, l2_theta=30.0)
@@ -279,7 +279,7 @@ def _xor_rows(n=20_000, seed=1):
 
 def test_remaining_gain_matches_a_dense_newton_decrement():
     """The convergence test's conjugate-gradient Newton steps against dense solves on the chains."""
-    from ppgm.maxent import _remaining_gain
+    from ppgm.learners.maxent import _remaining_gain
 
     dom, tables = _xor_rows()
     fit = fit_maxent(tables, dom, n_chains=500, max_iter=15, seed=0, progress=False)
@@ -316,7 +316,7 @@ def test_pcd_reports_an_unconverged_run():
     """A run stopped far from the fixed point (small steps, few of them) warns and says so; the same
     problem run long enough passes; no averaging window means no test."""
     from ppgm import ConvergenceWarning
-    from ppgm.maxent import GAIN_TOL
+    from ppgm.learners.maxent import GAIN_TOL
 
     dom, tables = _xor_rows()
     with pytest.warns(ConvergenceWarning, match="did not converge"):

@@ -1,4 +1,4 @@
-"""The coupling of mu (ppgm.maxent_coupling): the largest eigenvalue of the count-scaled cell covariance,
+"""The coupling of mu (ppgm.learners.maxent_coupling): the largest eigenvalue of the count-scaled cell covariance,
 checked against a dense eigen-solver and against enumeration, and its use as PCD's mu step."""
 
 import itertools
@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppgm import Domain
-from ppgm.aggregates import aggregate_records, table_scopes
-from ppgm.maxent import DEFAULT_STEP, MaxEntLayout, MaxEntModel, _sigmoid, fit_maxent
-from ppgm.maxent_coupling import mu_coupling
+from ppgm.learners.aggregates import aggregate_records, table_scopes
+from ppgm.learners.maxent import DEFAULT_STEP, MaxEntLayout, MaxEntModel, _sigmoid, fit_maxent
+from ppgm.learners.maxent_coupling import mu_coupling
 
 
 def _dense(slots: np.ndarray, n_slots: int) -> np.ndarray:

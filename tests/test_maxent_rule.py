@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from ppgm import Domain
-from ppgm.aggregates import aggregate_records, noisy_aggregates, table_scopes
-from ppgm.maxent import EXACT_L2, MaxEntLayout, MaxEntModel, fit_maxent
-from ppgm.maxent_rule import PILOT_L2, conditional_kl, release_l2_theta, simulated_aggregates
-from ppgm.mechanisms import LaplaceMechanism
+from ppgm.learners.aggregates import aggregate_records, noisy_aggregates, table_scopes
+from ppgm.learners.maxent import EXACT_L2, MaxEntLayout, MaxEntModel, fit_maxent
+from ppgm.learners.maxent_rule import PILOT_L2, conditional_kl, release_l2_theta, simulated_aggregates
+from ppgm.privacy.mechanisms import LaplaceMechanism
 
 
 def _truth(seed=0, cards=(3, 2, 3, 2), strength=0.4):
@@ -138,7 +138,7 @@ def test_refits_fit_the_final_fits_estimator(monkeypatch):
     """The noisy cells' prior variance includes the chains' Monte Carlo variance, so it depends on the chain
     count; the rule's refits (a quarter of the chains) must use the final fit's count, or they fit another
     estimator (on random networks they then chose penalties half a decade too large)."""
-    import ppgm.maxent_rule as rule
+    import ppgm.learners.maxent_rule as rule
 
     dom, scopes, truth, P = _truth(4)
     rng = np.random.default_rng(1)

@@ -9,8 +9,8 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 from ppgm import Factor
-from ppgm.measurement import Measurement
-from ppgm.mechanisms import (
+from ppgm.models.measurement import Measurement
+from ppgm.privacy.mechanisms import (
     BudgetExceeded,
     GaussianMechanism,
     LaplaceMechanism,
@@ -19,8 +19,8 @@ from ppgm.mechanisms import (
     rho_from_epsilon_delta,
     zcdp_epsilon,
 )
-from ppgm.noise import discrete_laplace_variance, opendp, opendp_cost
-from ppgm.projection import project_rows, project_simplex
+from ppgm.models.noise import discrete_laplace_variance, opendp, opendp_cost
+from ppgm.learners.projection import project_rows, project_simplex
 
 
 def _tables(n_tables=4, cells=5000, value=10):

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from ppgm import Domain, Factor, MarkovNetwork
-from ppgm.mer import choose_gamma, precision_recall, solve
-from ppgm.mer_discrete import DiscreteMER
-from ppgm.mer_gaussian import GaussianMER
-from ppgm.random_models import gaussian_cycle, overlapping_sample_sets
-from ppgm.sample_sets import SampleSet, pooled_counts, pooled_moments
-from ppgm.sampling import sample
+from ppgm.mer.program import choose_gamma, precision_recall, solve
+from ppgm.mer.discrete import DiscreteMER
+from ppgm.mer.gaussian import GaussianMER
+from ppgm.models.random_models import gaussian_cycle, overlapping_sample_sets
+from ppgm.mer.sample_sets import SampleSet, pooled_counts, pooled_moments
+from ppgm.inference.sampling import sample
 
 
 def _gaussian_program(n=7, seed=0, extra=1, **kw):
@@ -243,7 +243,7 @@ def test_gaussian_program_is_unit_free():
     import pandas as pd
 
     from ppgm.adapters import mer
-    from ppgm.random_models import gaussian_cycle, overlapping_sample_sets
+    from ppgm.models.random_models import gaussian_cycle, overlapping_sample_sets
 
     J, _ = gaussian_cycle(10, seed=3)
     names = [f"X{i}" for i in range(10)]
@@ -344,7 +344,7 @@ def test_large_cones_are_solved_first_order_and_agree_with_the_interior_point(mo
     """A program whose PSD cones cost more than FIRST_ORDER_COST is solved by SCS first (the
     threshold lowered here so that a small program takes that path); its s~ (read from the returned
     point, so attained), entropy, covariance and graph agree with Clarabel's."""
-    import ppgm.mer_gaussian as mg
+    import ppgm.mer.gaussian as mg
 
     assert not _gaussian_program(n=12, seed=4, extra=2)[0].first_order
     monkeypatch.setattr(mg, "FIRST_ORDER_COST", 0.0)
@@ -367,7 +367,7 @@ def test_large_cones_are_solved_first_order_and_agree_with_the_interior_point(mo
 def test_interaction_se_matches_simulation_and_the_delta_method_matrix():
     """interaction_se against the explicit delta-method covariance (kron of centring matrices) and
     against the spread of doubly centred log-tables of multinomial samples under independence."""
-    from ppgm.mer_discrete import interaction_se
+    from ppgm.mer.discrete import interaction_se
 
     rng = np.random.default_rng(0)
     p, q = np.array([0.2, 0.3, 0.5]), np.array([0.4, 0.6])
@@ -387,7 +387,7 @@ def test_interaction_se_matches_simulation_and_the_delta_method_matrix():
 def test_discrete_edge_rows_carry_interaction_and_z():
     prog, *_ = _discrete_program()
     res = prog.mer(gamma_ratio=3)
-    from ppgm.mer_discrete import interaction_se
+    from ppgm.mer.discrete import interaction_se
 
     for row, d, q in zip(res.constraints, prog.divergences, prog.targets):
         if d.kind != "edge":

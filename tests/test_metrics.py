@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from ppgm import Domain, Factor, MarkovNetwork, entropy, kl_divergence, log_likelihood, nllh, total_variation
-from ppgm.random_models import pairwise_dirichlet, random_bayesian_network, third_order_chain
+from ppgm.models.random_models import pairwise_dirichlet, random_bayesian_network, third_order_chain
 
 
 def _brute_probs(m):

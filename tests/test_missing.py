@@ -1,4 +1,4 @@
-"""Records with missing cells (ppgm.missing): the E-step against enumeration, EM against closed forms,
+"""Records with missing cells (ppgm.learners.missing): the E-step against enumeration, EM against closed forms,
 and the missing-at-random assumption's limit."""
 
 import warnings
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from ppgm import ConvergenceWarning, Factor, MarkovNetwork, infer
-from ppgm.bayes import BayesianNetwork
-from ppgm.domain import Domain
-from ppgm.missing import MISSING, check_partial_records, em_bayesian, em_markov, expected_tables, fit_markov_records
-from ppgm.random_models import random_bayesian_network, third_order_chain
-from ppgm.sampling import sample_bayes, sample_markov
+from ppgm.models.bayes import BayesianNetwork
+from ppgm.factors.domain import Domain
+from ppgm.learners.missing import MISSING, check_partial_records, em_bayesian, em_markov, expected_tables, fit_markov_records
+from ppgm.models.random_models import random_bayesian_network, third_order_chain
+from ppgm.inference.sampling import sample_bayes, sample_markov
 
 
 def _holes(x, frac, rng):
@@ -155,7 +155,7 @@ def test_markov_fit_from_records_matches_the_data_tables():
 
 
 def test_markov_em_with_holes_is_closer_to_the_truth_than_dropping_rows():
-    from ppgm.metrics import kl_divergence
+    from ppgm.inference.metrics import kl_divergence
 
     mn = third_order_chain(6, 3, seed=4)
     full = sample_markov(mn, 4000, seed=2)
@@ -226,7 +226,7 @@ def test_em_iterates_exactly_as_brute_force_em_on_a_tiny_network():
 
 
 def test_blocks_of_records_give_the_in_memory_answer():
-    from ppgm.executor import record_blocks
+    from ppgm.core.executor import record_blocks
 
     bn = random_bayesian_network(5, 3, seed=21)
     x = _holes(sample_bayes(bn, 3000, seed=22), 0.2, np.random.default_rng(23))

@@ -7,10 +7,10 @@ from conftest import indicator_moments, small_markov_networks
 from hypothesis import HealthCheck, given, settings
 
 from ppgm import ConvergenceWarning, Domain, Factor
-from ppgm.mle import MarginalOracle, _Parameters, fit_marginals
+from ppgm.learners.mle import MarginalOracle, _Parameters, fit_marginals
 from ppgm import MarkovNetwork
-from ppgm import mle
-from ppgm.random_models import pairwise_dirichlet, third_order_chain
+from ppgm.learners import mle
+from ppgm.models.random_models import pairwise_dirichlet, third_order_chain
 
 
 def objective(domain, targets, l2, model):
@@ -123,7 +123,7 @@ def test_tied_newton_from_an_untied_start_ignores_its_marginals():
     (``init_marginals``) belong to another model and must not be used. Here they are forged so that
     the gradient would vanish at the averaged start: used, the fit would stop at once and report a
     wrong objective."""
-    from ppgm.tying import Tying
+    from ppgm.models.tying import Tying
 
     d = Domain(("A", "B", "C"), (3, 3, 3))
     rng = np.random.default_rng(0)
@@ -206,9 +206,9 @@ def test_a_cold_fit_at_a_tiny_weight_follows_the_path_and_converges():
     """Noisy tables of a 40-node tree at l2 = 1 / N: the optimum's potentials are far from any fixed
     start (hundreds of nats), where Newton alone stalls (unconverged after 50 steps); along the path of
     weights it converges, to the optimum L-BFGS approaches from the same point."""
-    from ppgm.cgm import _naive_targets
-    from ppgm.measurement import Measurement
-    from ppgm.release_rule import simulated_release
+    from ppgm.learners.cgm import _naive_targets
+    from ppgm.models.measurement import Measurement
+    from ppgm.learners.release_rule import simulated_release
 
     rng = np.random.default_rng(0)
     truth = pairwise_dirichlet([(int(rng.integers(0, i)), i) for i in range(1, 40)], 40, 8, alpha=1.0, seed=0)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from ppgm.noise import (
+from ppgm.models.noise import (
     add_noise,
     discrete_gaussian_logpmf,
     discrete_gaussian_variance,

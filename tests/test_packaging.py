@@ -18,7 +18,7 @@ def test_wheel_contains_the_adapters_subpackage(tmp_path):
     )
     (wheel,) = tmp_path.glob("ppgm-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for module in ("ppgm/__init__.py", "ppgm/junction_tree.py", "ppgm/adapters/__init__.py", "ppgm/adapters/inference.py",
+    for module in ("ppgm/__init__.py", "ppgm/inference/junction_tree.py", "ppgm/adapters/__init__.py", "ppgm/adapters/inference.py",
                    "ppgm/adapters/datasets/adult/adult_train.csv.gz", "ppgm/adapters/datasets/adult/adult_test.csv.gz",
                    "ppgm/adapters/datasets/adult/schema.json", "ppgm/py.typed", "ppgm/adapters/py.typed"):
         assert module in names

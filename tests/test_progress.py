@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from ppgm import ConvergenceWarning, set_progress
-from ppgm.cgm import cgm_em
-from ppgm.inference import infer
-from ppgm.loopy import loopy_belief_propagation
-from ppgm.measurement import Measurement
-from ppgm.progress import bars_visible, progress_bar
-from ppgm.random_models import grid, third_order_chain
+from ppgm.learners.cgm import cgm_em
+from ppgm.inference.marginals import infer
+from ppgm.inference.loopy import loopy_belief_propagation
+from ppgm.models.measurement import Measurement
+from ppgm.core.progress import bars_visible, progress_bar
+from ppgm.models.random_models import grid, third_order_chain
 
 
 class _Tty(io.StringIO):

@@ -1,4 +1,4 @@
-"""The regularisation chosen from the release (ppgm.release_rule, ppgm.cgm.release_l2); EM's rules are in test_em_rules."""
+"""The regularisation chosen from the release (ppgm.learners.release_rule, ppgm.learners.cgm.release_l2); EM's rules are in test_em_rules."""
 
 
 import numpy as np
@@ -6,10 +6,10 @@ import pytest
 
 from ppgm import contingency_tables, infer, kl_divergence, sample
 from ppgm import Factor, MarkovNetwork
-from ppgm.cgm import naive_mle, naive_refit, noise_calibrated_l2
-from ppgm.measurement import Measurement
-from ppgm.random_models import pairwise_dirichlet, third_order_chain
-from ppgm.release_rule import UndecidedWarning, choose_l2, simulated_release
+from ppgm.learners.cgm import naive_mle, naive_refit, noise_calibrated_l2
+from ppgm.models.measurement import Measurement
+from ppgm.models.random_models import pairwise_dirichlet, third_order_chain
+from ppgm.learners.release_rule import UndecidedWarning, choose_l2, simulated_release
 
 from conftest import laplace_release as _release
 
@@ -144,7 +144,7 @@ def test_second_level_extrapolation_removes_the_pilots_noise_in_a_gaussian_seque
     # the best weight. Over five data sets the corrected choice's median log-error is at most half the
     # first level's (which misses by a factor of about 2; the half-decade grid and its parabola add
     # their own error, which the correction carries)
-    from ppgm.release_rule import Choice, extrapolate
+    from ppgm.learners.release_rule import Choice, extrapolate
 
     n, errors = 20_000, []
     refit = lambda ys, w, init: ys / (1 + w)  # noqa: E731
@@ -178,7 +178,7 @@ def test_the_second_level_is_an_opt_in_correction_of_the_naive_rule():
     truth = third_order_chain(6, 4, seed=11)
     N = 5000
     ys = _release(truth, N, 20.0, 12)
-    from ppgm.cgm import release_l2
+    from ppgm.learners.cgm import release_l2
 
     one = release_l2(truth.domain, ys, float(N), seed=3, correct=False)
     two = release_l2(truth.domain, ys, float(N), seed=3, correct=True)
@@ -211,8 +211,8 @@ def _tv_by_enumeration(p, q, scopes):
 
 
 def test_tv_criterion_is_the_mean_total_variation_of_the_scopes_marginals():
-    from ppgm.mle import MarginalOracle
-    from ppgm.release_rule import tv_from
+    from ppgm.learners.mle import MarginalOracle
+    from ppgm.learners.release_rule import tv_from
 
     p, q = third_order_chain(5, 3, seed=0), third_order_chain(5, 3, seed=4)
     tv = tv_from(p, MarginalOracle(p.domain, p.scopes))
@@ -221,9 +221,9 @@ def test_tv_criterion_is_the_mean_total_variation_of_the_scopes_marginals():
 
 
 def test_naive_mle_with_the_tv_criterion_scores_its_candidates_by_tv():
-    from ppgm.cgm import Pilot, release_l2
-    from ppgm.mle import MarginalOracle
-    from ppgm.release_rule import STEP
+    from ppgm.learners.cgm import Pilot, release_l2
+    from ppgm.learners.mle import MarginalOracle
+    from ppgm.learners.release_rule import STEP
 
     truth = third_order_chain(4, 3, seed=0)
     ms = _release(truth, 3000, 8.0, seed=5)

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 from ppgm import BayesianNetwork, Domain, sample, total_variation
-from ppgm.binary_encoding import binary_encoding
-from ppgm.cpts import CPTLayout, conditional_probabilities, empirical_cpts
-from ppgm.random_models import random_bayesian_network
-import ppgm.robust_filter as rf
-from ppgm.executor import LocalBlocks, RecordBlock
-from ppgm.robust_filter import filter_known_topology
+from ppgm.learners.binary_encoding import binary_encoding
+from ppgm.models.cpts import CPTLayout, conditional_probabilities, empirical_cpts
+from ppgm.models.random_models import random_bayesian_network
+import ppgm.learners.robust_filter as rf
+from ppgm.core.executor import LocalBlocks, RecordBlock
+from ppgm.learners.robust_filter import filter_known_topology
 
 
 def _balanced_bn(n_vars=6, k=2, seed=0):
@@ -151,7 +151,7 @@ def test_paper_mode_leaves_clean_data_alone_and_removes_a_planted_cluster():
 
 
 def test_paper_threshold_rule_on_known_scores():
-    from ppgm.robust_filter import _paper_threshold
+    from ppgm.learners.robust_filter import _paper_threshold
 
     rng = np.random.default_rng(0)
 

@@ -3,8 +3,8 @@ import pytest
 from scipy import stats
 
 from ppgm import contingency_tables, infer, sample
-from ppgm.random_models import random_bayesian_network, third_order_chain
-from ppgm.sampling import draw_rows
+from ppgm.models.random_models import random_bayesian_network, third_order_chain
+from ppgm.inference.sampling import draw_rows
 
 
 def _chi2_pvalue(counts, probs):
@@ -76,10 +76,10 @@ def _branching_mixed_tree():
 def test_clique_tables_drawn_without_records_follow_the_records_law(which):
     """sample_clique_tables against tabulating sample_markov's records: the same means and covariances
     (2,000 draws of 300 records each) and exactly consistent separators."""
-    from ppgm.junction_tree import JunctionTree
-    from ppgm.random_models import third_order_chain
-    from ppgm.sampling import sample_clique_tables, sample_markov
-    from ppgm.tables import contingency_tables
+    from ppgm.inference.junction_tree import JunctionTree
+    from ppgm.models.random_models import third_order_chain
+    from ppgm.inference.sampling import sample_clique_tables, sample_markov
+    from ppgm.inference.tables import contingency_tables
 
     mn = third_order_chain(6, 3, seed=0) if which == "third-order chain" else _branching_mixed_tree()
     jt = JunctionTree.build(mn.domain, mn.scopes)
@@ -98,7 +98,7 @@ def test_clique_tables_drawn_without_records_follow_the_records_law(which):
         assert all(int(t.sum()) == 300 for t in tables)
         for i in jt.order[1:]:
             sep, c, p = jt.separators[i], jt.cliques[i], jt.cliques[jt.parent[i]]
-            from ppgm.factor import Factor
+            from ppgm.factors.factor import Factor
             np.testing.assert_array_equal(Factor(c, tables[i]).sum_to(sep).values, Factor(p, tables[jt.parent[i]]).sum_to(sep).values)
 
 
@@ -107,9 +107,9 @@ def test_rounded_records_match_every_clique_table_within_the_rounding(seed):
     """round_markov's clique tables against n times the exact clique marginals: a cell is off by at
     most one per clique on its path from the root (each split rounds once and passes on its parent's
     error in proportion)."""
-    from ppgm.junction_tree import JunctionTree
-    from ppgm.random_models import pairwise_dirichlet
-    from ppgm.sampling import round_markov
+    from ppgm.inference.junction_tree import JunctionTree
+    from ppgm.models.random_models import pairwise_dirichlet
+    from ppgm.inference.sampling import round_markov
 
     rng = np.random.default_rng(seed)
     tree = [(i, int(rng.integers(i))) for i in range(1, 9)]
@@ -133,7 +133,7 @@ def test_rounded_records_match_every_clique_table_within_the_rounding(seed):
 
 
 def test_rounded_records_are_reproducible_and_shuffled():
-    from ppgm.sampling import round_markov
+    from ppgm.inference.sampling import round_markov
 
     m = third_order_chain(5, 2, seed=0)
     a, b = round_markov(m, 500, seed=3), round_markov(m, 500, seed=3)

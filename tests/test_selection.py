@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppgm import Domain, Measurement
-from ppgm.noise import opendp
-from ppgm.selection import gumbel_scale, independent_marginals, mst_select, pair_errors, report_noisy_max
-from ppgm.tables import contingency_tables
+from ppgm.models.noise import opendp
+from ppgm.synthesis.selection import gumbel_scale, independent_marginals, mst_select, pair_errors, report_noisy_max
+from ppgm.inference.tables import contingency_tables
 
 from test_privacy import _clopper_pearson
 

@@ -9,13 +9,13 @@ import pytest
 from scipy.optimize import minimize
 
 from ppgm import Domain, Factor, MarkovNetwork
-from ppgm.cgm import cgm_em, naive_mle
-from ppgm.inference import infer
-from ppgm.measurement import Measurement
-from ppgm.metrics import kl_divergence
-from ppgm.mle import fit_marginals
-from ppgm.progress import ConvergenceWarning
-from ppgm.tying import Tying
+from ppgm.learners.cgm import cgm_em, naive_mle
+from ppgm.inference.marginals import infer
+from ppgm.models.measurement import Measurement
+from ppgm.inference.metrics import kl_divergence
+from ppgm.learners.mle import fit_marginals
+from ppgm.core.progress import ConvergenceWarning
+from ppgm.models.tying import Tying
 
 NAMES = ("x0", "x1", "x2", "x3")
 EDGES = [("x0", "x1"), ("x1", "x2"), ("x2", "x3")]
@@ -86,7 +86,7 @@ def test_tied_naive_mle_is_the_brute_force_optimum_over_shared_tables():
     np.testing.assert_allclose(tables[1], tables[2], atol=1e-12)
     # brute force: maximise sum_C theta . mu_hat_C - log Z - l2 ||z||^2 over the one shared 2 x 2
     # table, with log Z by enumerating all 16 states
-    from ppgm.projection import project_simplex
+    from ppgm.learners.projection import project_simplex
 
     targets = [project_simplex(m.values / N) for m in ms]
     X = np.array(list(itertools.product(range(2), repeat=4)))
@@ -199,7 +199,7 @@ def test_mobility_study_is_people_over_days_from_one_homogeneous_chain():
 
 
 def test_noise_calibrated_weights_see_a_tied_group_pool_its_noise():
-    from ppgm.cgm import noise_aware_l2, noise_calibrated_l2
+    from ppgm.learners.cgm import noise_aware_l2, noise_calibrated_l2
 
     dom = Domain(NAMES, (2,) * 4)
     ms = [Measurement(e, np.full((2, 2), 250.0), "laplace", 10.0, n=1000) for e in EDGES]
