@@ -877,9 +877,10 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
     l2_mu : float
         L2 penalty of the feature parameters.
     l2_theta : float, "release" or None
-        L2 penalty of the interaction parameters. Default: 30 on exact aggregates; on noisy ones
-        chosen from the release (``l2_theta_`` and ``selection_`` after ``fit``; see
-        :func:`ppgm.learners.maxent.fit_maxent`). A number fixes it (e.g. for ``GridSearchCV`` on rows).
+        L2 penalty of the interaction parameters. Default: chosen from the aggregates by a parametric
+        bootstrap of them (their sampling noise, and their privacy noise when noisy; ``l2_theta_`` and
+        ``selection_`` after ``fit``; see :func:`ppgm.learners.maxent.fit_maxent`). A number fixes it (e.g. for
+        ``GridSearchCV`` on rows).
     step_mu, step_theta : float, optional
         Step sizes (default: theta 1.5 / (number of tables + 1), mu 1.5 / (the tables' measured coupling
         + 1); see :func:`ppgm.learners.maxent.fit_maxent`).

@@ -20,6 +20,8 @@ Adversary suite (the filter is always told epsilon = 0.1, whatever the truth):
   filter-aware   shifted rows chosen to survive: of 3x as many candidates, those the default filter
                  keeps when run on clean rows plus candidates (small projections on its direction)
   point 5%       one record repeated
+  miscode 10%    one miscoded column: the node with the most children records the next state (mod k),
+                 its children following the true value
   recode 10%     a misconfigured source: rows from the true network whose recorded state is the next
                  one (mod k) on the first five nodes (in topological order) that have children, the
                  children still following the true value (a second systematic error, session 13)
@@ -114,21 +116,30 @@ def rare_rows(truth: BayesianNetwork, n_bad: int, rng) -> np.ndarray:
     return np.concatenate(rows)[:n_bad]
 
 
-def recoded_rows(truth: BayesianNetwork, n_bad: int, rng, n_nodes: int = 5) -> np.ndarray:
+def recoded_rows(truth: BayesianNetwork, n_bad: int, rng, n_nodes: int = 5, nodes: list | None = None) -> np.ndarray:
     """Rows from the truth whose recorded state is the next one (mod k) on the first ``n_nodes`` nodes
-    that have children: a source that maps categories wrongly, the children following the true value."""
+    that have children (or on ``nodes``): a source that maps categories wrongly, the children following
+    the true value."""
     x = sample(truth, n_bad, seed=rng)
     has_child = {p for v in truth.domain.variables for p in truth.parents[v]}
-    for v in [v for v in truth.order if v in has_child and truth.domain.card(v) > 1][:n_nodes]:
+    for v in nodes or [v for v in truth.order if v in has_child and truth.domain.card(v) > 1][:n_nodes]:
         j = truth.domain.index(v)
         x[:, j] = (x[:, j] + 1) % truth.domain.card(v)
     return x
 
 
+def most_children(truth: BayesianNetwork) -> str:
+    """The node with the most children (ties: the first in topological order): the column whose miscoding
+    biases the most CPTs."""
+    n_children = {v: sum(v in truth.parents[c] for c in truth.domain.variables) for v in truth.order}
+    return max(truth.order, key=lambda v: n_children[v])
+
+
 def corrupted(truth: BayesianNetwork, kind: str, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
     """(records, is_clean) for an adversary of the suite."""
     frac = {"clean": 0.0, "network 2%": 0.02, "network 10%": 0.1, "product 10%": 0.1, "shift 10%": 0.1,
-            "rare 2%": 0.02, "filter-aware 10%": 0.1, "point 5%": 0.05, "recode 10%": 0.1}[kind]
+            "rare 2%": 0.02, "filter-aware 10%": 0.1, "point 5%": 0.05, "recode 10%": 0.1,
+            "miscode 10%": 0.1}[kind]
     n_bad = int(round(frac * n))
     clean = sample(truth, n - n_bad, seed=rng)
     if kind.startswith("network"):
@@ -143,6 +154,8 @@ def corrupted(truth: BayesianNetwork, kind: str, n: int, rng) -> tuple[np.ndarra
         bad = np.repeat(sample(truth, 1, seed=rng), n_bad, axis=0)
     elif kind.startswith("recode"):
         bad = recoded_rows(truth, n_bad, rng)
+    elif kind.startswith("miscode"):
+        bad = recoded_rows(truth, n_bad, rng, nodes=[most_children(truth)])
     elif kind.startswith("filter-aware"):
         candidates = sample(shifted(truth, rng), 3 * n_bad, seed=rng)
         probe = filter_known_topology(np.concatenate([clean, candidates]), truth.domain, truth.parents, 0.4,

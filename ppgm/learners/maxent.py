@@ -22,8 +22,8 @@ Training is persistent contrastive divergence (Appendix C of the paper) with:
   posterior means E[d | noisy d] and E[c | noisy c] under a Gaussian approximation of the model's
   own prediction, rather than the noisy counts themselves, and each noisy cell's curvature is scaled
   by its share of the observation (Fisher scoring), so that PCD converges there as on exact tables;
-- on noisy tables, the theta penalty chosen from the release (``ppgm.learners.maxent_rule``; measurements in
-  ``docs/regularisation.md``).
+- the theta penalty chosen from the tables themselves (``ppgm.learners.maxent_rule``): a parametric bootstrap
+  of their sampling noise, and of their privacy noise when they were released with it.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from ..core.progress import ConvergenceWarning, progress_bar
 from ..core.rng import as_generator
 from ..factors.domain import Domain
 from ..models.measurement import Measurement
+from . import maxent_rule
 from .maxent_coupling import COUPLING_CHAINS, COUPLING_EVERY, mu_coupling
 
 #: Default step size times the number of tables plus one (see ``fit_maxent``'s ``step_mu``).
@@ -50,7 +51,6 @@ GAIN_TOL = 2e-3  # nats per record: a fit one Newton step from which would gain 
 MIN_WINDOW = 6
 GAIN_CHAINS = 2000  # chains the convergence test reads
 MAX_CHAINS = 10**7  # persistent chains: 10^7 chains of 15 features hold 1.2 GB
-EXACT_L2 = 30.0  # theta penalty on exact tables (the best of 10, 20, 30, 60 on a validation split of Adult's train rows)
 #: Heavy-ball momentum of mu's default step on a noisy cell, times 1 - w (w: the cell's share of its observation,
 #: so none on exact cells): mu travels far towards noisy tables, slowly along weakly pinned directions.
 #: docs/regularisation.md, "Momentum on the noise-dominated cells" (0.8 lost on tuning releases; on exact tables
@@ -543,12 +543,13 @@ def fit_maxent(
         L2 penalty on mu, in units of records (the loss is a sum over N records); light, as the
         paper advises.
     l2_theta : float, "release" or None
-        L2 penalty on theta, in records. Default (None, "release"): 30 on exact tables (the best of 10,
-        20, 30, 60 on a validation split of Adult's train rows; with rows at hand, ``GridSearchCV`` on
-        ``MaxEntClassifier`` tunes it); on noisy tables chosen from the release by a parametric
-        bootstrap (``ppgm.learners.maxent_rule``; the result's ``l2_theta`` and ``selection`` say what was chosen
-        and why): once PCD converges, the penalty is the regulariser and the noise decides it. A number
-        fixes it.
+        L2 penalty on theta, in records. Default (None, "release"): chosen from the tables by a parametric
+        bootstrap (``ppgm.learners.maxent_rule``: a pilot at 30, tables simulated from it with the same record
+        count and noise, refits at candidate penalties; the result's ``l2_theta`` and ``selection`` say what
+        was chosen and why). Once PCD converges the penalty is the regulariser, and how much a data set
+        needs varies: on pgmpy's bundled networks the quadratic logistic's validated penalty ran from 1
+        (a rare label) to 64 (a weak one), and a fixed 30 left a rare label's fit 0.02 NLLH short.
+        A number fixes it (with rows at hand, ``GridSearchCV`` on ``MaxEntClassifier`` tunes it).
     step_mu, step_theta : float, optional
         Step sizes. theta: default ``DEFAULT_STEP / (T + 1)`` = 1.5 / (T + 1) for T tables: every record
         sits in one cell of each table and the label's base rate is moved by all T theta tables and the
@@ -624,16 +625,16 @@ def fit_maxent(
     l2_rule = l2_theta is None or (isinstance(l2_theta, str) and l2_theta == "release")
     if isinstance(l2_theta, str) and not l2_rule:
         raise TypeError(f"l2_theta: expected a number >= 0, 'release' or None, got {l2_theta!r}")
-    _check_fit_arguments(n_chains, max_iter, l2_mu, EXACT_L2 if l2_rule else l2_theta, average, step_mu, step_theta, max_step,
+    _check_fit_arguments(n_chains, max_iter, l2_mu, maxent_rule.PILOT_L2 if l2_rule else l2_theta, average, step_mu, step_theta, max_step,
                          n_shards, callback_every)
     if prior_chains is not None:
         checks.count(prior_chains, "prior_chains", maximum=MAX_CHAINS)
-    if l2_rule and noisy:
+    if l2_rule:
         return _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_shards, executor, callback,
                             dict(l2_mu=l2_mu, step_mu=step_mu, step_theta=step_theta, rescaled=rescaled,
                                  precondition=precondition, max_step=max_step, average=average, prior_chains=prior_chains),
                             dict(progress=progress, callback_every=callback_every))
-    l2_theta = EXACT_L2 if l2_rule else checks.non_negative(l2_theta, "l2_theta")
+    l2_theta = checks.non_negative(l2_theta, "l2_theta")
     layout = model.layout if model is not None else MaxEntLayout.from_tables(domain, tables)
     T = len(tables)
     obs = _Observed.of(layout, tables, n)
@@ -708,8 +709,6 @@ def _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_sh
     """fit_maxent on noisy tables with the theta penalty chosen from the release (``ppgm.learners.maxent_rule``):
     the pilot at the exact-data penalty, the bootstrap choice, then the pilot's chains continued at the
     chosen penalty. One history: the pilot's steps, then the final fit's."""
-    from . import maxent_rule
-
     rng = as_generator(seed)
     settings = dict(settings)
     prior = settings.pop("prior_chains")
@@ -722,7 +721,9 @@ def _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_sh
     # the refits and the final fit fit the pilot's estimator: the same prior variance, though with fewer chains
     fit = functools.partial(fit, prior_chains=prior or len(pilot.state.chains))
     refit = functools.partial(fit, progress=False)
-    choice = maxent_rule.release_l2_theta(tables, pilot, _record_count(tables, n), refit, seed=rng)
+    noisy = any(t.noise != "none" for t in tables)
+    choice = maxent_rule.release_l2_theta(tables, pilot, _record_count(tables, n), refit, seed=rng,
+                                          lower=maxent_rule.LOWER if noisy else maxent_rule.LOWER_EXACT)
     steps = max(int(max_iter) - _pilot_steps(max_iter), 1)
     # the averaging window stays the last ``average`` of all max_iter steps, all of it in the final fit
     window = min(settings["average"] * int(max_iter) / steps, 0.9)

@@ -1,19 +1,20 @@
-"""The theta penalty of a MaxEnt fit to noisy aggregates, chosen from the release.
+"""The theta penalty of a MaxEnt fit, chosen from its aggregated tables.
 
-Once PCD on noisy tables runs to convergence (Fisher-scaled steps, ``ppgm.learners.maxent``), the L2 penalty on
-theta is the regulariser, and no constant suits every release: on Adult at epsilon 1 the converged test
-NLLH is 0.28 / 0.32 / 0.25 at penalties 30 / 100 / 300, on a random network's tables 0.07 / 0.01 / 0.03
-... (``docs/regularisation.md``). As for the naive MLE (``ppgm.learners.release_rule``), the release chooses:
+Once PCD converges (Fisher-scaled steps on noisy tables, ``ppgm.learners.maxent``), the L2 penalty on theta is the
+regulariser, and no constant suits every data set: the quadratic logistic's validated penalty runs from 1 (a rare
+label) to 64 (a weak one) on pgmpy's bundled networks, and on noisy releases the noise moves it further
+(``docs/explain/maxent.md``). As for the naive MLE (``ppgm.learners.release_rule``), the tables choose:
 
-1. pilot: the fit at the exact-data penalty (:data:`PILOT_L2`);
-2. simulated releases: N records drawn from the pilot (its PCD chains, resampled, and labels from its
-   conditional), tabulated into the released tables and noised with each table's law and scale;
+1. pilot: the fit at :data:`PILOT_L2`;
+2. simulated tables: N records drawn from the pilot (its PCD chains, resampled, and labels from its
+   conditional), tabulated into the given tables and, where they carry noise, noised with each table's law
+   and scale;
 3. each refitted at candidate penalties (fewer chains, warm-started from the pilot and from the previous
    candidate), scored by the conditional KL from the pilot over its chains;
 4. the candidate of :func:`ppgm.learners.release_rule.choose_l2` (one-standard-error rule), then the final fit
    continues the pilot's chains at that penalty.
 
-Post-processing of the release only: no privacy budget is spent; randomness from ``seed``.
+Post-processing of the tables only: no privacy budget is spent; randomness from ``seed``.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from ..models.measurement import Measurement
 from ..models.noise import add_noise
 from .release_rule import Choice, choose_l2
 
-PILOT_L2 = 30.0  # the exact-data default of ``fit_maxent``'s l2_theta
+PILOT_L2 = 30.0  # the pilot's penalty (the best of 10, 20, 30, 60 on a validation split of Adult's train rows)
 UPPER, LOWER = 1000.0, 10.0  # candidates: half-decades from UPPER down to LOWER (grown upwards when the top is best)
+LOWER_EXACT = 1.0  # ... down to this on exact tables, whose only noise is sampling
 BOOT_CHAINS, BOOT_STEPS = 2000, 100  # a candidate refit: chains and PCD steps (150 before the momentum: docs/regularisation.md)
 PATIENCE = 1  # stop the descent at the first candidate past the minimum (a refit costs a tenth of a fit)
 SCORE_CHAINS = 4000  # pilot chain states the conditional KL averages over
@@ -109,13 +111,14 @@ def conditional_kl(pilot, states: np.ndarray):
     return score
 
 
-def release_l2_theta(tables: Sequence[Measurement], pilot, n: float, fit, seed=0, n_boot: int = 2) -> Choice:
-    """The theta penalty (in records) chosen from a noisy release by a parametric bootstrap of it.
+def release_l2_theta(tables: Sequence[Measurement], pilot, n: float, fit, seed=0, n_boot: int = 2,
+                     lower: float = LOWER) -> Choice:
+    """The theta penalty (in records) chosen from aggregated tables by a parametric bootstrap of them.
 
     Parameters
     ----------
     tables : sequence of Measurement
-        The noisy aggregated release.
+        The aggregated tables, exact or released with noise.
     pilot : ppgm.learners.maxent.PCDResult
         The fit of ``tables`` at :data:`PILOT_L2` (its model and chains are the simulations' truth).
     n : float
@@ -126,6 +129,9 @@ def release_l2_theta(tables: Sequence[Measurement], pilot, n: float, fit, seed=0
     seed : int or numpy.random.Generator
     n_boot : int
         Simulated releases.
+    lower : float
+        The smallest candidate (:data:`LOWER` for noisy tables, :data:`LOWER_EXACT` for exact ones, whose only
+        noise is sampling).
 
     Returns
     -------
@@ -161,6 +167,6 @@ def release_l2_theta(tables: Sequence[Measurement], pilot, n: float, fit, seed=0
             warnings.simplefilter("ignore", ConvergenceWarning)
             return fit(ys, l2_theta=l2, n_chains=k, max_iter=BOOT_STEPS, model=model, state=state, seed=None)
 
-    return choose_l2(tables, n, refit, pilot.model, upper=UPPER, lower=LOWER, n_boot=n_boot, seed=rng, score=score,
+    return choose_l2(tables, n, refit, pilot.model, upper=UPPER, lower=lower, n_boot=n_boot, seed=rng, score=score,
                      simulate=lambda r: simulated_aggregates(pilot.model, chains, tables, n, r), patience=PATIENCE,
                      one_se=True)  # measured with it (docs/regularisation.md); two releases, noisy scores

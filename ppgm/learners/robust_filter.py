@@ -663,10 +663,12 @@ class _Run:
         the same DAG. Fit that mixture by EM (the minor component started from the records scoring
         highest along the last eigenvector ``h``) and keep it only when its log-likelihood gain over
         one network beats BIC's penalty for the second component's parameters, ``(m + 1) log(n) / 2``,
-        and its weight fits in what epsilon still allows. Clean records from a network with this DAG
+        and its records fit in what epsilon still allows. Clean records from a network with this DAG
         give a gain of about a chi-square with the parameters' count, far below that penalty. When
-        kept: the records more likely from the minor component are removed, and the CPTs are the major
-        component's (its soft counts), which corrects the overlap a cut cannot."""
+        kept, the mixture is fitted again with the minor component's weight held at most what epsilon
+        still allows (free, it takes clean records along), and if it still beats the penalty the records
+        more likely from its minor component are removed, and the CPTs are its major component's (soft
+        counts), which corrects the overlap a cut cannot."""
         lay, cells, size = self.layout, self.cells, self.cells.size
         n = float(blocks.reduce(_n_kept))
         spent = self.N - n
@@ -679,20 +681,10 @@ class _Run:
         k = int(min(room, self.epsilon * n))
         scored = blocks.map(_scored, h=h).persist()
         t, _ = _top_records(scored, max(k, 1), self.key_seed)
-        state = blocks.map(_mix_start, h=h, t=t, high=0.9, low=0.05).persist()
+        start = blocks.map(_mix_start, h=h, t=t, high=0.9, low=0.05).persist()
         lp_single = _log_cpts(lay, cells, blocks.reduce(_cell_sums, size=size))
         single = float(blocks.reduce(_single_ll, lp=lp_single))
-        prev, ll, pi = -np.inf, -np.inf, 0.0
-        for it in range(1, MIX_ITER + 1):
-            major, minor = state.reduce(_mix_cells, size=size, minor=False), state.reduce(_mix_cells, size=size, minor=True)
-            pi = float(min(max(state.reduce(_minor_mass) / n, 1e-12), 1 - 1e-12))
-            state = state.map(_mix_estep, lp_major=_log_cpts(lay, cells, major), lp_minor=_log_cpts(lay, cells, minor),
-                              log_major=math.log(1 - pi), log_minor=math.log(pi)).persist()
-            ll = float(state.reduce(_mix_ll))
-            gained = ll - prev
-            if gained < MIX_TOL * abs(ll) or (it > 5 and ll - single + gained * (MIX_ITER - it) < penalty):
-                break  # settled, or (EM's gains shrinking) it would not reach the penalty within MIX_ITER
-            prev = ll
+        state, ll, it = self._mixture_em(start, n, single, penalty)
         pi = float(min(max(state.reduce(_minor_mass) / n, 1e-12), 1 - 1e-12))
         # the weight's standard error from the observed information, sum w (r / pi - (1 - r) / (1 - pi))^2
         se = 1.0 / math.sqrt(max(float(state.reduce(_weight_information, pi=pi)), 1e-300))
@@ -703,25 +695,52 @@ class _Run:
         if ll - single <= penalty:
             entry["reason"] = "one network explains the records (log-likelihood gain below BIC's penalty)"
             return blocks, None, entry
-        scored = state.map(_resp_scored).persist()  # the records likelier from the minor component
-        likelier = int(round(scored.reduce(_at_least, t=0.5)))
+        likelier = int(round(state.map(_resp_scored).reduce(_at_least, t=0.5)))
         entry["likelier_minor"] = likelier
         if likelier > MIX_ROOM * room:
             # the minor component's weight comes out above the batch's share (a broader component takes
-            # some clean records: 0.11-0.12 for a 10% batch on tuning networks), so it is the records
-            # likelier from it that must fit in what epsilon still allows, up to MIX_ROOM times it; more
-            # is a part of the population the DAG does not capture, not corruption
+            # some clean records: 0.11-0.20 for a 10% batch), so it is the records likelier from it that must
+            # fit in what epsilon still allows, up to MIX_ROOM times it; more is a part of the population the
+            # DAG does not capture, not corruption
             entry["reason"] = f"{likelier:,} records likelier from a second component: more than epsilon allows, not corruption"
             return blocks, None, entry
-        k = min(likelier, int(room))
+        # the batch, estimated with the minor component held to what epsilon allows: left free, it takes clean
+        # records along (its weight ran to 0.15-0.20 for 10% batches of one miscoded column), and its major
+        # component's CPTs and the records removed follow it
+        state, ll, it = self._mixture_em(start, n, single, penalty, cap=room / n)
+        entry.update(gain_within_epsilon=ll - single, iterations_within_epsilon=it)
+        if ll - single <= penalty:
+            entry["reason"] = "within what epsilon allows, a second network does not beat BIC's penalty"
+            return blocks, None, entry
+        scored = state.map(_resp_scored).persist()  # the records likelier from the minor component
+        k = min(int(round(scored.reduce(_at_least, t=0.5))), int(room))
         kept = scored
         if k > 0:
             t, kt = _top_records(scored, k, self.key_seed)
             kept = scored.map(_drop_top, t=t, kt=kt, key_seed=self.key_seed).persist()
         major = state.reduce(_mix_cells, size=size, minor=False)
         entry.update(accepted=True, reason="a second network explains a batch of the records", removed=int(round(n - kept.reduce(_n_kept))))
-        self.estimated += min(pi * n, room) / self.N
+        self.estimated += min(float(state.reduce(_minor_mass)), room) / self.N
         return kept, cells.split(lay, major), entry
+
+    def _mixture_em(self, start: Blocks, n: float, single: float, penalty: float, cap: float = 1 - 1e-12) -> tuple:
+        """EM for a mixture of two networks with the DAG from ``start``'s responsibilities, the minor
+        component's weight held at most ``cap``: (the blocks with their responsibilities, log-likelihood,
+        iterations). Stops when settled, or when its shrinking gains could not reach ``penalty`` over
+        ``single`` (one network's log-likelihood) within MIX_ITER iterations."""
+        lay, cells, size = self.layout, self.cells, self.cells.size
+        state, prev, ll, it = start, -np.inf, -np.inf, 0
+        for it in range(1, MIX_ITER + 1):
+            major, minor = state.reduce(_mix_cells, size=size, minor=False), state.reduce(_mix_cells, size=size, minor=True)
+            pi = float(min(max(state.reduce(_minor_mass) / n, 1e-12), cap, 1 - 1e-12))
+            state = state.map(_mix_estep, lp_major=_log_cpts(lay, cells, major), lp_minor=_log_cpts(lay, cells, minor),
+                              log_major=math.log(1 - pi), log_minor=math.log(pi)).persist()
+            ll = float(state.reduce(_mix_ll))
+            gained = ll - prev
+            if gained < MIX_TOL * abs(ll) or (it > 5 and ll - single + gained * (MIX_ITER - it) < penalty):
+                break  # settled, or (EM's gains shrinking) it would not reach the penalty within MIX_ITER
+            prev = ll
+        return state, ll, it
 
     def _removed(self, blocks: Blocks, entry: dict) -> dict:
         kept = int(round(blocks.reduce(_n_kept)))
