@@ -3,7 +3,7 @@
 Once PCD on noisy tables runs to convergence (Fisher-scaled steps, ``ppgm.learners.maxent``), the L2 penalty on
 theta is the regulariser, and no constant suits every release: on Adult at epsilon 1 the converged test
 NLLH is 0.28 / 0.32 / 0.25 at penalties 30 / 100 / 300, on a random network's tables 0.07 / 0.01 / 0.03
-... (``docs/regularisation.md``). As for the naive MLE (``ppgm.learners.release_rule``), the release chooses:
+... (``docs/explain/maxent.md``). As for the naive MLE (``ppgm.learners.release_rule``), the release chooses:
 
 1. pilot: the fit at the exact-data penalty (:data:`PILOT_L2`);
 2. simulated releases: N records drawn from the pilot (its PCD chains, resampled, and labels from its
@@ -30,7 +30,7 @@ from .release_rule import Choice, choose_l2
 
 PILOT_L2 = 30.0  # the exact-data default of ``fit_maxent``'s l2_theta
 UPPER, LOWER = 1000.0, 10.0  # candidates: half-decades from UPPER down to LOWER (grown upwards when the top is best)
-BOOT_CHAINS, BOOT_STEPS = 2000, 100  # a candidate refit: chains and PCD steps (150 before the momentum: docs/regularisation.md)
+BOOT_CHAINS, BOOT_STEPS = 2000, 100  # a candidate refit: chains and PCD steps (150 before the momentum: docs/explain/maxent.md)
 PATIENCE = 1  # stop the descent at the first candidate past the minimum (a refit costs a tenth of a fit)
 SCORE_CHAINS = 4000  # pilot chain states the conditional KL averages over
 
@@ -163,4 +163,4 @@ def release_l2_theta(tables: Sequence[Measurement], pilot, n: float, fit, seed=0
 
     return choose_l2(tables, n, refit, pilot.model, upper=UPPER, lower=LOWER, n_boot=n_boot, seed=rng, score=score,
                      simulate=lambda r: simulated_aggregates(pilot.model, chains, tables, n, r), patience=PATIENCE,
-                     one_se=True)  # measured with it (docs/regularisation.md); two releases, noisy scores
+                     one_se=True)  # measured with it (docs/explain/maxent.md); two releases, noisy scores
