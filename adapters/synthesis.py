@@ -227,7 +227,8 @@ def mst_release(
         The fit: CGM-EM (default) or the naive MLE, each with its regularisation chosen from the release
         (the naive MLE's weight by the total variation of the released marginals, ``criterion="tv"``:
         a synthetic release is judged by its marginals; that weight is small, and the naive model's KL
-        from the data's distribution several times CGM-EM's, ``docs/regularisation.md``).
+        from the data's distribution several times CGM-EM's, ``docs/explain/cgm-em.md``, "The naive weight: a
+        parametric bootstrap").
     n_synthetic : int, optional
         Synthetic records to draw; default the estimated record count.
     synthetic : {"round", "sample"}

@@ -15,7 +15,7 @@ Methods  on that release: the naive MLE and CGM-EM, each free (one potential per
          L2 weight (l2="calibrated", the weight CGM-EM starts from), and with l2 = 23 / N, the weight its
          shared table had when the penalty counted every copy (ppgm.models.tying); tied CGM-EM also run to
          convergence at an M-step weight chosen from the release (l2="release", stop="converged", opt-in;
-         docs/regularisation.md). Two other releases of the same
+         docs/explain/cgm-em.md). Two other releases of the same
          budget: one pooled Laplace table for the tied group (release_tables(..., tied=): the 23 pair
          tables summed, one noise draw, the same noise scale) and a discrete Gaussian release at
          rho = epsilon^2 / 2 (PSGD's budget: the Laplace release's L1 sensitivity is 24, the

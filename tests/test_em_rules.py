@@ -126,7 +126,7 @@ def test_cgm_em_mstep_weight_chosen_from_the_release_for_converged_em():
 
 
 def test_release_chosen_mstep_weight_beats_the_iteration_rule_on_a_sparse_chain():
-    # a tuning cell of docs/regularisation.md (sparse chain, N = 1,000, eps = 1) where EM stopped by the
+    # a tuning cell of the regularisation rules (sparse chain, N = 1,000, eps = 1) where EM stopped by the
     # iteration rule is no better than its start and converged EM at a smaller weight is
     truth = pairwise_dirichlet([(i, i + 1) for i in range(9)], 10, 6, alpha=0.1, seed=7)
     rng = np.random.default_rng([0, 1000, 1000])

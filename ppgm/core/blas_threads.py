@@ -6,7 +6,7 @@ than the product; when another process holds the other cores the waiting thread 
 Measured on 2 cores (random tree of 1,000 attributes, 8 states, the naive MLE's default fit, a second
 process busy): conjugate gradients' own time (its dot products and vector updates) 6.2 s with
 OpenBLAS's two threads against 0.37 s with one, and the whole fit 19.5 s against 9.7 s
-(``docs/scale.md``). The limit holds only while a decorated function runs (nested calls check a flag
+(``docs/explain/inference.md``, "Where the time goes"). The limit holds only while a decorated function runs (nested calls check a flag
 and pay nothing); large matrix products elsewhere keep every thread.
 """
 

@@ -8,7 +8,7 @@ variable summed out (one pass, a table that many times smaller), and the scopes 
 reached the same way among the remaining variables. The transpose (scope tables to clique
 log-potentials) runs the same plan backwards with broadcast additions. AIM's models on Adult (one
 clique of 1.6 million cells homing several pairs and one-way tables) are where this matters; see
-``docs/scale.md``.
+``docs/explain/inference.md``, "Queries".
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ Start and stop (the defaults): the naive MLE's L2 weight, CGM-EM's start, and th
 iterations are chosen from the release by simulating releases like it (``ppgm.learners.release_rule``,
 :func:`release_l2`, :func:`ppgm.learners.em_rules.release_iterations`): EM's MAP E-step converges to a point that overfits
 the noise, or on sparse tables to one worse than its start, so the stopping time is a regulariser.
-The E-step runs with Laplace noise moment-matched to a Gaussian. ``docs/cgm_em.md`` and
-``docs/regularisation.md`` hold what these defaults were measured against.
+The E-step runs with Laplace noise moment-matched to a Gaussian. ``docs/explain/cgm-em.md`` says what these
+defaults are, why, and what they were measured against.
 """
 
 from __future__ import annotations
@@ -369,7 +369,7 @@ def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying |
     second-level pilots (their ``1 / N`` fits), one release simulated from each is refitted on the
     same lattice of weights and scored against its own pilot. It fixes the dense families' worst
     cells but is noisier than the first level and lost elsewhere (a tied chain, trees at large N), so
-    it is not the default (``docs/regularisation.md``).
+    it is not the default (``docs/explain/cgm-em.md``, "The naive weight: a parametric bootstrap").
 
     Parameters
     ----------
@@ -802,8 +802,8 @@ def cgm_em(
         ``"release"`` (with ``stop="converged"``): the weight is chosen from the release for EM run to
         convergence (:func:`ppgm.learners.em_rules.release_mstep_l2`; candidates from the noise-aware weight down), recorded in
         ``selection["mstep_l2"]``. EM's fixed point then carries the regularisation instead of its
-        stopping time (``docs/regularisation.md``); it costs several converged EM runs on simulated
-        releases.
+        stopping time (``docs/explain/cgm-em.md``, "Opt-in: EM to convergence at a release-chosen M-step
+        weight"); it costs several converged EM runs on simulated releases.
     estep : {"dual", "nlbp"}
         E-step solver (see the module docstring).
     max_iter, tol, rtol
@@ -812,8 +812,8 @@ def cgm_em(
         change of a clique marginal falls below ``tol`` or the objective grows by less than ``rtol``
         (relative) in an iteration (default 1e-4, also ``MSTEP_RTOL`` with ``l2="release"``: at 1e-5
         the rule's choices moved on one tuning cell but scored worse on the tuning and report cells,
-        ``docs/regularisation.md``). The iteration count matters for accuracy, not only for time: EM's path improves
-        on its start, its end point overfits the noise (module docstring).
+        ``docs/explain/cgm-em.md``, "Tried and not kept"). The iteration count matters for accuracy, not only for
+        time: EM's path improves on its start, its end point overfits the noise (module docstring).
     damping, smoothing
         Settings of the ``"nlbp"`` E-step.
     init : MarkovNetwork, optional
@@ -851,7 +851,7 @@ def cgm_em(
         M-step is a generalised EM step: it improves the M-step objective without solving it to the
         end. Tied M-steps are solved: one tied Newton step per EM iteration was 3-6x faster but moved
         the release-chosen iteration count and lost up to 0.6 nats per person-day on held-out mobility
-        data (docs/scale.md).
+        data (``docs/explain/cgm-em.md``, "Tried and not kept").
 
     tied : list of groups of cliques, optional
         Cliques that share one log-potential (``ppgm.models.tying``): the E-step is unchanged (it sees the
@@ -861,7 +861,7 @@ def cgm_em(
         Randomness of the release-based rules' simulated releases (same seed, same result).
     accelerate : bool, optional
         Extrapolate EM's path (SQUAREM, :func:`ppgm.learners.em_rules._em_loop`) when it runs to convergence
-        (default off: the release-chosen weight's figures in ``docs/regularisation.md`` are without it;
+        (default off: the release-chosen weight's figures in ``docs/explain/cgm-em.md`` are without it;
         at rtol 1e-5 it halved the rule's time on a tuning cell). Each cycle of two EM iterations proposes a jump along
         their differences, kept when the objective has not fallen below the cycle's start.
     stop : {"release", "converged"}
@@ -870,8 +870,8 @@ def cgm_em(
         fit, scored against it after every iteration, the count at the smallest score; 0 returns the start).
         ``"converged"``: EM runs until ``tol`` / ``rtol`` or ``max_iter`` (the earlier default). EM's MAP
         E-step does not converge to a better model than its path: on sparse tables its fixed point is worse
-        than its start at every M-step weight measured (``docs/regularisation.md``), so the stopping time
-        is a regulariser, and the release chooses it.
+        than its start at every M-step weight measured (``docs/explain/cgm-em.md``, "The iteration count"), so
+        the stopping time is a regulariser, and the release chooses it.
 
     Returns
     -------

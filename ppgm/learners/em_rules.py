@@ -2,7 +2,7 @@
 which M-step weight, chosen by simulating releases like the one at hand from the pilot
 (``ppgm.learners.release_rule``). The loops take an object with CGM-EM's steps (:class:`EMSteps`, ``ppgm.learners.cgm``'s
 ``_EM``); the rules take a factory of them and the pilot (:class:`PilotLike`, ``ppgm.learners.cgm.Pilot``), so this
-module imports nothing of CGM-EM. ``docs/regularisation.md`` holds what the rules were measured against.
+module imports nothing of CGM-EM. ``docs/explain/cgm-em.md`` says what the rules are and what they were measured against.
 """
 
 from __future__ import annotations
@@ -130,9 +130,9 @@ def _em_loop(em: EMSteps, theta: np.ndarray, max_iter: int, tol: float, rtol: fl
 
 
 RISE = 3  # a simulated EM run stops once its score has risen this many iterations past its minimum
-ITER_BOOT = 1  # simulated releases for the iteration count (session 29: one, at its smallest score, against two with
-# the one-standard-error rule: as many tuning cells within 1.02 of the better naive fit, median 0.990 against 0.994,
-# at 1.34x the naive fit's time against 1.77x; docs/regularisation.md, "One simulated release for the count")
+ITER_BOOT = 1  # simulated releases for the iteration count (one, at its smallest score, against two with the
+# one-standard-error rule: as many tuning cells within 1.02 of the better naive fit, median 0.990 against 0.994,
+# at 1.34x the naive fit's time against 1.77x; docs/explain/cgm-em.md, "The iteration count")
 
 
 def release_iterations(ms: Sequence[Measurement], N: float, new_em: Callable[..., EMSteps], pilot: PilotLike,
@@ -208,7 +208,7 @@ MSTEP_EXTEND = 3  # at most this many more half-decades below them
 MSTEP_FLAT = 0.01  # ... and only while the last half-decade lowered the mean score by at least this share of it
 MSTEP_BOOT = 1  # simulated releases (report cells, 2 -> 1 with 4 -> 3 candidates: the same counts at 3.4x the naive fit's time, not 6.0x)
 MSTEP_MAX_ITER = 200  # EM's iteration cap when it runs to convergence at a release-chosen M-step weight
-MSTEP_RTOL = 1e-4  # and its objective tolerance (1e-5 scored worse on tuning and report cells: docs/regularisation.md)
+MSTEP_RTOL = 1e-4  # and its objective tolerance (1e-5 scored worse on tuning and report cells: docs/explain/cgm-em.md)
 
 
 def release_mstep_l2(ms: Sequence[Measurement], N: float, new_em: Callable[..., EMSteps], pilot: PilotLike, start_l2: float,
@@ -224,7 +224,7 @@ def release_mstep_l2(ms: Sequence[Measurement], N: float, new_em: Callable[..., 
     stopping there changed the fit's KL to the truth by -4% to +0.1% against running the lattice to its
     end). One simulated release
     by default (``MSTEP_BOOT``): on the tuning and report cells a second changed the counts of cells
-    won and lost by none and doubled the cost (``docs/regularisation.md``).
+    won and lost by none and doubled the cost (``docs/explain/cgm-em.md``, "Tried and not kept").
 
     Parameters
     ----------

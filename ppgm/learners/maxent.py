@@ -22,8 +22,13 @@ Training is persistent contrastive divergence (Appendix C of the paper) with:
   posterior means E[d | noisy d] and E[c | noisy c] under a Gaussian approximation of the model's
   own prediction, rather than the noisy counts themselves, and each noisy cell's curvature is scaled
   by its share of the observation (Fisher scoring), so that PCD converges there as on exact tables;
+<<<<<<< HEAD
 - the theta penalty chosen from the tables themselves (``ppgm.learners.maxent_rule``): a parametric bootstrap
   of their sampling noise, and of their privacy noise when they were released with it.
+=======
+- on noisy tables, the theta penalty chosen from the release (``ppgm.learners.maxent_rule``; measurements in
+  ``docs/explain/maxent.md``).
+>>>>>>> hdocs
 """
 
 from __future__ import annotations
@@ -53,12 +58,12 @@ GAIN_CHAINS = 2000  # chains the convergence test reads
 MAX_CHAINS = 10**7  # persistent chains: 10^7 chains of 15 features hold 1.2 GB
 #: Heavy-ball momentum of mu's default step on a noisy cell, times 1 - w (w: the cell's share of its observation,
 #: so none on exact cells): mu travels far towards noisy tables, slowly along weakly pinned directions.
-#: docs/regularisation.md, "Momentum on the noise-dominated cells" (0.8 lost on tuning releases; on exact tables
+#: docs/explain/maxent.md, "Momentum on the noise-dominated cells" (0.8 lost on tuning releases; on exact tables
 #: a uniform 0.4-0.5 diverged).
 MU_MOMENTUM = 0.5
 #: Default budgets: chains x steps. Exact tables: 8,000 x 300 (tuned on a validation split of Adult's train rows).
 #: Noisy tables: the same budget as 4,000 x 600, the noisy cells' prior keeping 8,000 chains' Monte Carlo variance
-#: (``prior_chains``): there mu travels far and steps, not Monte Carlo precision, limit it. docs/regularisation.md,
+#: (``prior_chains``): there mu travels far and steps, not Monte Carlo precision, limit it. docs/explain/maxent.md,
 #: "Half the chains, twice the steps".
 EXACT_CHAINS, EXACT_STEPS = 8_000, 300
 NOISY_CHAINS, NOISY_STEPS = 4_000, 600
@@ -536,7 +541,7 @@ def fit_maxent(
         noisy cells' prior keeping 8,000 chains' Monte Carlo variance, ``prior_chains``): mu travels far
         towards noisy tables and per-step progress limits it, not the chains' precision (tuning releases of
         Adult at epsilon 1: +0.006 to +0.014 validation NLLH at the same time, within 0.004 of 1,000-step runs;
-        ``docs/regularisation.md``). The noisy cells' steps are Fisher-scaled (the curvature times the
+        ``docs/explain/maxent.md``). The noisy cells' steps are Fisher-scaled (the curvature times the
         observation's share of the Gaussian approximation); with the release-chosen penalty the pilot runs a
         third of ``max_iter`` (``PILOT_SHARE``) and the final fit (which continues its chains) the rest.
     l2_mu : float
@@ -558,7 +563,7 @@ def fit_maxent(
         diverged). mu: default ``DEFAULT_STEP / (lambda + 1)``, lambda the tables' coupling measured on the
         chains every 25 steps (``ppgm.learners.maxent_coupling``; at most T, 29-45 on Adult): the covariance of
         the cells is centred, so tables over weakly dependent features do not add up. On noisy tables,
-        where mu travels far, this settles 2-3x sooner (``docs/regularisation.md``); the history's
+        where mu travels far, this settles 2-3x sooner (``docs/explain/maxent.md``); the history's
         ``mu_coupling`` lists the measures. On noisy tables the default mu step also carries heavy-ball
         momentum ``MU_MOMENTUM * (1 - w)`` per cell, w the cell's share of its observation (none on exact
         cells, none in the averaging window): mu travels far towards noisy tables (with the pilot's third of
@@ -593,7 +598,7 @@ def fit_maxent(
         (default: 8,000 with the default chains, else the chains of this run). That variance sets how far
         the targets follow the noisy counts, so it shapes the fitted model; the penalty rule's refits, with
         fewer chains, pass the final fit's count so that they fit the same estimator (with their own,
-        they chose penalties half a decade too large: ``docs/regularisation.md``).
+        they chose penalties half a decade too large: ``docs/explain/maxent.md``).
 
     Returns
     -------
@@ -698,7 +703,7 @@ def fit_maxent(
     return PCDResult(model, state, history, gain, l2_theta)
 
 
-PILOT_SHARE = 3  # the release path's pilot runs max_iter // PILOT_SHARE steps, the final fit the rest (docs/regularisation.md)
+PILOT_SHARE = 3  # the release path's pilot runs max_iter // PILOT_SHARE steps, the final fit the rest (docs/explain/maxent.md)
 
 
 def _pilot_steps(max_iter: int) -> int:

@@ -32,7 +32,7 @@ from .release_rule import Choice, choose_l2
 PILOT_L2 = 30.0  # the pilot's penalty (the best of 10, 20, 30, 60 on a validation split of Adult's train rows)
 UPPER, LOWER = 1000.0, 10.0  # candidates: half-decades from UPPER down to LOWER (grown upwards when the top is best)
 LOWER_EXACT = 1.0  # ... down to this on exact tables, whose only noise is sampling
-BOOT_CHAINS, BOOT_STEPS = 2000, 100  # a candidate refit: chains and PCD steps (150 before the momentum: docs/regularisation.md)
+BOOT_CHAINS, BOOT_STEPS = 2000, 100  # a candidate refit: chains and PCD steps (150 before the momentum: docs/explain/maxent.md)
 PATIENCE = 1  # stop the descent at the first candidate past the minimum (a refit costs a tenth of a fit)
 SCORE_CHAINS = 4000  # pilot chain states the conditional KL averages over
 
@@ -169,4 +169,4 @@ def release_l2_theta(tables: Sequence[Measurement], pilot, n: float, fit, seed=0
 
     return choose_l2(tables, n, refit, pilot.model, upper=UPPER, lower=lower, n_boot=n_boot, seed=rng, score=score,
                      simulate=lambda r: simulated_aggregates(pilot.model, chains, tables, n, r), patience=PATIENCE,
-                     one_se=True)  # measured with it (docs/regularisation.md); two releases, noisy scores
+                     one_se=True)  # measured with it (docs/explain/maxent.md); two releases, noisy scores

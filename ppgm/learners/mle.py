@@ -19,7 +19,8 @@ Conjugate gradients run on G's complement (each preconditioned residual projecte
 line search whose step a cap on the largest change bounds, extended while the cap alone held it back.
 A cold start begins at the targets' conditionals along the tree (their log-interactions otherwise)
 and, for a weight below ``PATH_START``, follows the path of weights down in half-decades: at the
-paper's 1 / N the optimum's potentials can lie hundreds of nats away (``docs/scale.md``).
+paper's 1 / N the optimum's potentials can lie hundreds of nats away (``docs/explain/cgm-em.md``,
+"The naive MLE").
 Tied tables (``ppgm.models.tying``) are fitted by the same Newton method on the shared tables
 (:func:`_newton_tied`), preconditioned by their Jacobi diagonal.
 """
@@ -258,7 +259,7 @@ class MarginalOracle:
         where the ridge dominates, so that P lies within a factor 2 of ``1 / ridge`` there). On random
         trees the preconditioned condition number stayed at most 8 for ridges from 1e-5 to 1, against
         up to 48 for :meth:`inverse_fisher` with the same ridge, and CGM-EM's E-steps took 1.5-3x fewer
-        products (``docs/scale.md``, session 28).
+        products (``docs/explain/cgm-em.md``, "CGM-EM").
 
         Examples
         --------
@@ -479,7 +480,7 @@ def fit_marginals(
                 # (to PATH_TOL) starting the next: the optimum's potentials grow like the targets' inconsistency
                 # over 2 l2, beyond the reach of Newton's quadratic model from any fixed start when l2 is tiny
                 # (a tree of 1,000 noisy tables at 1 / N: unconverged after 1,000 calibrations cold, 6 fits of
-                # 4-16 steps along the path; docs/scale.md)
+                # 4-16 steps along the path)
                 path = l2 * PATH_STEP ** np.arange(int(np.ceil(np.log(PATH_START / l2) / np.log(PATH_STEP))), 0, -1)
                 x0 = _start(oracle, mu_hat, float(path[0]) if path.size else l2)
                 for w in path:  # (the path's objectives are at other weights: not in the history)
@@ -561,7 +562,7 @@ def _newton_tied(oracle: MarginalOracle, tie: Tying, mu_hat: np.ndarray, l2: flo
     pooling). Conjugate gradients are preconditioned by the Jacobi diagonal ``T' mu (1 - mu) + 2 l2``:
     the tree's inverse Fisher information does not carry over to pooled parameters (tried: on the
     mobility chain it did not converge in 7,800 products). Against L-BFGS on the tied mobility chain
-    (its 24 tables, one shared pair table; docs/scale.md): the same optimum in 3-10x less time.
+    (its 24 tables, one shared pair table): the same optimum in 3-10x less time.
     The same Armijo search and step cap as :func:`_newton`; returns the point, its objective, whether
     the largest gradient entry is within ``tol``, and the Newton steps taken.
     """

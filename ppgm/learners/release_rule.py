@@ -1,7 +1,7 @@
 """Regularisation chosen from the release itself, by a parametric bootstrap.
 
 A learner fitted to one noisy table per clique must be regularised, and how much depends on the noise,
-N and the model: no constant is right everywhere (``docs/regularisation.md`` has the measurements). The
+N and the model: no constant is right everywhere (``docs/explain/cgm-em.md``, "Regularisation chosen from the release"). The
 release carries what is needed to choose: the mechanism and its noise law are public and N is public or
 noised. So we simulate releases like the real one from a fit of it (the *pilot*), refit them at
 candidate settings and keep the setting that recovers the pilot best:
@@ -176,7 +176,7 @@ def tv_from(pilot: MarkovNetwork, oracle: MarginalOracle) -> Callable[[MarkovNet
 
     KL(pilot || q) weighs a cell's error by the pilot's log-ratio, so it punishes a near-empty cell
     that q empties more than a shifted full one; TV counts mass moved. On AIM's releases the two
-    disagree on the naive fit's weight (``docs/regularisation.md``).
+    disagree on the naive fit's weight (``docs/explain/cgm-em.md``, "The naive weight: a parametric bootstrap").
 
     Parameters
     ----------
@@ -335,7 +335,7 @@ def choose_l2(
     upper, lower : float
         The candidate range (per-record weights). The floor is a floor, not a guess: below the
         paper's 1 / N the lightly regularised pilot is rougher than the truth and the bootstrap
-        favours too small a weight (``docs/regularisation.md``).
+        favours too small a weight (``docs/explain/cgm-em.md``, "The naive weight: a parametric bootstrap").
     n_boot : int
         Simulated releases.
     seed : int or numpy.random.Generator
@@ -352,7 +352,7 @@ def choose_l2(
         Take the most regularised candidate whose paired score differences from the best are within
         one standard error, instead of the parabola's minimum. With three simulated releases that
         jump of a half-decade or more was wrong more often than right for the naive MLE
-        (``docs/regularisation.md``); MaxEnt's rule keeps it.
+        (``docs/explain/cgm-em.md``, "Tried and not kept"); MaxEnt's rule keeps it.
 
     Returns
     -------
