@@ -30,11 +30,13 @@ network; defaults were tuned elsewhere (Adult, random networks, seed 0 of these 
 the sizes of the test suite's quick panel (tests/test_panel.py), which asserts the bars there.
 
 Run: python benchmarks/panel.py [--quick] [--networks asia child ...] [--tasks tables filter ...] [--seed 1]
+     python benchmarks/panel.py --from-log        # the table again from benchmarks/logs/panel_rows.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 import warnings
@@ -60,6 +62,7 @@ TOLD = 0.1  # the filter's epsilon
 FEATURES = 14  # MaxEnt's features around the label
 TEST_ROWS = 20_000
 TV_DRAWS = 100_000
+LOG = Path(__file__).parent / "logs" / "panel_rows.jsonl"
 
 
 @dataclass(frozen=True)
@@ -279,12 +282,14 @@ def _fmt(v) -> str:
     if isinstance(v, bool):
         return "yes" if v else "**no**"
     if isinstance(v, float):
+        if v != 0 and abs(v) < 0.01:
+            return f"{v:.2e}"
         return f"{v:.4f}" if abs(v) < 100 else f"{v:.0f}"
     return str(v)
 
 
-def run(networks, tasks, seed: int, sizes: Sizes) -> dict:
-    """Every (network, task) cell's row, printed as it comes."""
+def run(networks, tasks, seed: int, sizes: Sizes, log: Path | None = None) -> dict:
+    """Every (network, task) cell's row, printed as it comes (and appended to ``log`` as a JSON line)."""
     rows: dict = {t: [] for t in tasks}
     for name in networks:
         truth = network(name)
@@ -306,7 +311,23 @@ def run(networks, tasks, seed: int, sizes: Sizes) -> dict:
                 row = {"network": name, "case": case, **row, "s": time.perf_counter() - t0}
                 rows[task].append(row)
                 print(task, {k: _fmt(v) for k, v in row.items()}, flush=True)
+                if log is not None:
+                    with log.open("a") as fh:
+                        fh.write(json.dumps({"task": task, "seed": seed, **row}) + "\n")
     return rows
+
+
+def from_log(log: Path, seed: int) -> dict:
+    """The rows of a run, read back from its log (the last row of each cell wins)."""
+    cells: dict = {}
+    for line in log.read_text().splitlines():
+        row = json.loads(line)
+        if row.pop("seed") == seed:
+            cells[(row["task"], row["network"], row["case"])] = row
+    rows: dict = {t: [] for t in TASKS}
+    for (task, network, case), row in sorted(cells.items(), key=lambda kv: (NETWORKS.index(kv[0][1]), kv[0])):
+        rows[task].append({k: v for k, v in row.items() if k != "task"})
+    return {t: rs for t, rs in rows.items() if rs}
 
 
 COLUMNS = {
@@ -355,7 +376,9 @@ def verdicts(rows: dict) -> list[str]:
 def markdown(rows: dict, seed: int, sizes: Sizes, seconds: float) -> str:
     from _results import machine
 
-    lines = [f"`python benchmarks/panel.py` (seed {seed}; {machine()}; {seconds / 60:.0f} minutes). Every learner at its defaults; "
+    took = "" if seconds != seconds else f"; {seconds / 60:.0f} minutes"
+    lines = [f"`python benchmarks/panel.py` (seed {seed}; {machine()}{took}; rows logged in `benchmarks/logs/panel_rows.jsonl`, "
+             "`--from-log` rebuilds this table). Every learner at its defaults; "
              f"N: tables {sizes.tables:,}, filter {sizes.filter:,}, MaxEnt {sizes.maxent:,} training rows, holes {sizes.holes:,}, "
              f"Markov {sizes.markov:,}. KL in nats (lower is better), TV (lower is better), test NLLH (higher is better); "
              "times in seconds. The script's docstring defines each task.", ""]
@@ -381,13 +404,18 @@ def main(argv=None) -> None:
     ap.add_argument("--networks", nargs="+", default=NETWORKS)
     ap.add_argument("--tasks", nargs="+", default=TASKS, choices=TASKS)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--log", type=Path, default=LOG, help="JSON lines of every cell's row (appended)")
+    ap.add_argument("--from-log", action="store_true", help="rebuild the table from --log instead of running")
     args = ap.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     t0 = time.perf_counter()
-    rows = run(args.networks, args.tasks, args.seed, sizes)
-    text = markdown(rows, args.seed, sizes, time.perf_counter() - t0)
+    if args.from_log:
+        rows = from_log(args.log, args.seed)
+    else:
+        rows = run(args.networks, args.tasks, args.seed, sizes, None if args.quick else args.log)
+    text = markdown(rows, args.seed, sizes, time.perf_counter() - t0 if not args.from_log else float("nan"))
     print(text)
-    if not args.quick and args.networks == NETWORKS and args.tasks == TASKS:
+    if not args.quick and (args.from_log or (args.networks == NETWORKS and args.tasks == TASKS)):
         write_section("panel", text)
 
 
