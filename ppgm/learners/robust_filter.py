@@ -699,14 +699,13 @@ class _Run:
         entry["likelier_minor"] = likelier
         if likelier > MIX_ROOM * room:
             # the minor component's weight comes out above the batch's share (a broader component takes
-            # some clean records: 0.11-0.20 for a 10% batch), so it is the records likelier from it that must
+            # some clean records: 0.11-0.24 for a 10% batch), so it is the records likelier from it that must
             # fit in what epsilon still allows, up to MIX_ROOM times it; more is a part of the population the
             # DAG does not capture, not corruption
             entry["reason"] = f"{likelier:,} records likelier from a second component: more than epsilon allows, not corruption"
             return blocks, None, entry
         # the batch, estimated with the minor component held to what epsilon allows: left free, it takes clean
-        # records along (its weight ran to 0.15-0.20 for 10% batches of one miscoded column), and its major
-        # component's CPTs and the records removed follow it
+        # records along, and its major component's CPTs and the records removed follow it
         state, ll, it = self._mixture_em(start, n, single, penalty, cap=room / n)
         entry.update(gain_within_epsilon=ll - single, iterations_within_epsilon=it)
         if ll - single <= penalty:
