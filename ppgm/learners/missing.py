@@ -29,6 +29,7 @@ from ..core.progress import ConvergenceWarning, progress_bar
 from ..core.rng import as_generator
 from ..factors.domain import Domain
 from ..factors.factor import Factor
+from ..inference.evidence import ReducedRows, reduced_cells
 from ..inference.junction_tree import JunctionTree
 from ..inference.tables import count_block
 from ..models.bayes import BayesianNetwork
@@ -168,8 +169,10 @@ def expected_tables(model: MarkovNetwork, records, scopes: Sequence[Sequence], t
 @dataclass
 class _Grouped:
     """Records grouped once for every E-step of a fit: the complete rows' clique counts (they do not
-    depend on the model), the distinct incomplete rows with their multiplicities, and (when they fit
-    in memory) each chunk's evidence mask."""
+    depend on the model), the distinct incomplete rows with their multiplicities, and each row's path:
+    the tree reduced to the row's missing cells (:class:`ppgm.inference.evidence.ReducedRows`, in chunks
+    whose index arrays are kept when they fit in memory) or, where that would cost about as much as the
+    full tree, a column of the full tree's calibration under the row's evidence mask."""
 
     tree: JunctionTree
     complete_counts: np.ndarray
@@ -178,12 +181,17 @@ class _Grouped:
     rows: np.ndarray
     weights: np.ndarray
     step: int
-    masks: list
+    full: np.ndarray  # rows (indices into ``rows``) calibrated on the full tree
+    masks: list  # their evidence masks, chunk by chunk, when they fit in memory
+    reduced: list  # (row indices, ReducedRows or None) per chunk of the reduced path
 
     MASK_BUDGET = 2**27  # bytes of evidence masks kept between E-steps
+    REDUCED_BUDGET = 2**28  # bytes of reduced index arrays kept between E-steps (about 60 bytes a reduced cell)
+    REDUCED_CHUNK = 2**22  # reduced cells calibrated at once
+    REDUCED_COST = 4  # a row takes the full tree when its reduced cells times this reach the tree's cells
 
     @classmethod
-    def of(cls, tree: JunctionTree, rec: np.ndarray, chunk_cells: int = CHUNK_CELLS) -> "_Grouped":
+    def of(cls, tree: JunctionTree, rec: np.ndarray, chunk_cells: int = CHUNK_CELLS, path: str = "auto") -> "_Grouped":
         dom, plan = tree.domain, tree._plan()
         cells = int(plan["sizes"].sum())
         complete = (rec >= 0).all(axis=1)
@@ -192,15 +200,30 @@ class _Grouped:
         partial = rec[~complete]
         rows, weights = (np.unique(partial, axis=0, return_counts=True) if len(partial)
                          else (np.zeros((0, len(dom)), np.int64), np.zeros(0, np.int64)))
+        size = reduced_cells(tree, rows)
+        if path == "tree":
+            on_tree = np.ones(len(rows), bool)
+        elif path == "reduced":
+            on_tree = np.zeros(len(rows), bool)
+        else:
+            on_tree = size * cls.REDUCED_COST >= cells
         out = cls(tree, counts, len(rec), int(complete.sum()), rows, weights.astype(float),
-                  max(1, chunk_cells // max(cells, 1)), [])
-        if cells * len(rows) <= cls.MASK_BUDGET:
-            out.masks = [out._mask(a) for a in range(0, len(rows), out.step)]
+                  max(1, chunk_cells // max(cells, 1)), np.flatnonzero(on_tree), [], [])
+        if cells * len(out.full) <= cls.MASK_BUDGET:
+            out.masks = [out._mask(out.full[a:a + out.step]) for a in range(0, len(out.full), out.step)]
+        idx = np.flatnonzero(~on_tree)
+        if len(idx):
+            ends = np.searchsorted(np.cumsum(size[idx]), np.arange(1, 1 + int(size[idx].sum()) // cls.REDUCED_CHUNK + 1)
+                                   * cls.REDUCED_CHUNK, side="right")
+            bounds = np.unique(np.concatenate([[0], ends, [len(idx)]]))
+            keep = 60 * int(size[idx].sum()) <= cls.REDUCED_BUDGET
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                out.reduced.append((idx[a:b], ReducedRows(tree, rows[idx[a:b]]) if keep else None))
         return out
 
-    def _mask(self, a: int) -> np.ndarray:
-        """Which clique cells agree with each distinct row of the chunk starting at ``a``."""
-        R = self.rows[a:a + self.step]
+    def _mask(self, which: np.ndarray) -> np.ndarray:
+        """Which clique cells agree with each of the distinct rows ``which``."""
+        R = self.rows[which]
         keep = np.ones((len(self.complete_counts), len(R)), dtype=bool)
         for j, (idx, st) in enumerate(_evidence_index(self.tree)):
             obs = R[:, j]
@@ -208,6 +231,20 @@ class _Grouped:
                 compat = (obs[None, :] == np.arange(self.tree.domain.cards[j])[:, None]) | (obs < 0)[None, :]
                 keep[idx] &= compat[st]
         return keep
+
+    def _on_tree(self, psi: np.ndarray, which: np.ndarray, masks: list | None = None) -> tuple:
+        """Expected clique counts and summed log Z of the rows ``which``, each a column of the full
+        tree's calibration under its evidence mask (in chunks)."""
+        counts, ll = np.zeros(len(psi)), 0.0
+        for k, a in enumerate(range(0, len(which), self.step)):
+            rows = which[a:a + self.step]
+            keep = masks[k] if masks else self._mask(rows)
+            lz, probs = self.tree.calibrate_columns(psi, keep)
+            _check_finite(lz, self.rows[rows])
+            w = self.weights[rows]
+            ll += float(w @ lz)
+            counts += probs @ w
+        return counts, ll
 
     def counts(self, model: MarkovNetwork, log_z: float | None = None) -> tuple:
         """The E-step on these records: expected counts of every clique cell (flat), the observed
@@ -217,25 +254,39 @@ class _Grouped:
         psi = np.concatenate([p.ravel() for p in tree._potentials(model)])
         if log_z is None:
             log_z = tree.calibrate_flat(psi).log_z
-        clique_counts = self.complete_counts.copy()
         with np.errstate(invalid="ignore"):  # -inf potentials on cells no complete row has
-            ll = float(np.where(self.complete_counts > 0, psi * self.complete_counts, 0.0).sum()) - self.n_complete * log_z
-        for k, a in enumerate(range(0, len(self.rows), self.step)):
-            keep = self.masks[k] if self.masks else self._mask(a)
-            w = self.weights[a:a + self.step]
-            lz, probs = tree.calibrate_columns(psi, keep)
-            if not np.all(np.isfinite(lz)):
-                bad = self.rows[a + int(np.flatnonzero(~np.isfinite(lz))[0])]
-                raise ValueError(f"records: a record's observed cells have probability zero under the model "
-                                 f"(codes {bad.tolist()}, -1 missing); smooth the model (pseudo-counts)")
-            ll += float(w @ (lz - log_z))
-            clique_counts += probs @ w
+            ll = float(np.where(self.complete_counts > 0, psi * self.complete_counts, 0.0).sum())
+        clique_counts, ll_rows = self._on_tree(psi, self.full, self.masks)
+        clique_counts += self.complete_counts
+        ll += ll_rows
+        for which, red in self.reduced:
+            red = red if red is not None else ReducedRows(tree, self.rows[which])
+            lz, beliefs, exact = red.calibrate(psi)
+            w = self.weights[which]
+            if not exact.all():  # a range too wide for the scaled schedule: those rows on the full tree's log schedule
+                c, l = self._on_tree(psi, which[~exact])
+                clique_counts += c
+                ll += l
+                w = np.where(exact, w, 0.0)
+                beliefs = np.where(np.repeat(exact[red.block_row], red.block_sizes), beliefs, 0.0)
+            _check_finite(np.where(exact, lz, 0.0), self.rows[which])
+            ll += float(w @ np.where(exact, lz, 0.0))
+            clique_counts += np.bincount(red.cells, weights=beliefs * np.repeat(w[red.block_row], red.block_sizes),
+                                         minlength=len(psi))
+        ll -= self.n_records * log_z
         if not np.isfinite(ll):
             raise ValueError("records: a complete record has probability zero under the model; smooth the model (pseudo-counts)")
         return clique_counts, ll, self.n_records, self.n_complete, len(self.rows)
 
     def expected(self, model: MarkovNetwork, scopes: Sequence[tuple], log_z: float | None = None) -> ExpectedTables:
         return _tables(self.tree, self.counts(model, log_z), scopes)
+
+
+def _check_finite(lz: np.ndarray, rows: np.ndarray) -> None:
+    if not np.all(np.isfinite(lz)):
+        bad = rows[int(np.flatnonzero(~np.isfinite(lz))[0])]
+        raise ValueError(f"records: a record's observed cells have probability zero under the model "
+                         f"(codes {bad.tolist()}, -1 missing); smooth the model (pseudo-counts)")
 
 
 def _tables(tree: JunctionTree, parts: tuple, scopes: Sequence[tuple]) -> ExpectedTables:
