@@ -3,12 +3,13 @@
 Calibrating a model under evidence on the full tree (:meth:`JunctionTree.calibrate_columns` with a mask)
 costs the tree's cells per row, most of them ruled out by the evidence. Here each row keeps, in every
 clique, only the cells that agree with its observed values: ``prod(card of the clique's unobserved
-variables)`` of them (one cell for a clique the row sees entirely). A row with a few unobserved variables
-then costs a few cells per clique instead of the clique's table, and all rows are calibrated together as
-one ragged array: the same two-pass, level-batched schedule on the tree, each message a gather and a
-``bincount`` over precomputed index arrays, rescaled by its maximum per row and carried as a log-scale.
-The index arrays depend on the rows only (not on the model), so a learner builds them once and
-calibrates every iterate on them.
+variables)`` of them. A clique the row sees entirely keeps one cell, a constant that does not depend on
+the rest of the row (:func:`seen_counts` counts those cells like complete records); an edge whose
+separator the row sees entirely carries a constant message, so it is cut and the row's tree falls into
+independent pieces. All rows' remaining cells form one ragged array, calibrated by the two-pass,
+level-batched schedule on the tree: each message a gather and a ``bincount`` over index arrays built
+from the rows alone (not the model), so a learner builds them once and calibrates every iterate on them.
+A row with a few unobserved variables then costs a few cells instead of the tree's tables.
 """
 
 from __future__ import annotations
@@ -17,14 +18,19 @@ import numpy as np
 
 from .junction_tree import SCALED_RANGE, JunctionTree
 
-__all__ = ["ReducedRows", "reduced_cells"]
+__all__ = ["ReducedRows", "reduced_cells", "seen_counts"]
 
 _LOWEST = float(np.finfo(float).min)
 
 
+def _free(tree: JunctionTree, rows: np.ndarray) -> np.ndarray:
+    """``(B, d)``: each variable's cardinality where the row leaves it unobserved, 1 where it is seen."""
+    return np.where(rows < 0, np.asarray(tree.domain.cards, dtype=np.int64)[None, :], 1)
+
+
 def reduced_cells(tree: JunctionTree, rows: np.ndarray) -> np.ndarray:
-    """Cells of each row's reduced tree: the sum over cliques of the product of the cardinalities of the
-    clique's unobserved (negative-coded) variables; a row's cost on :class:`ReducedRows`.
+    """Cells of each row's reduced tree: the sum over the cliques with an unobserved variable of the
+    product of the cardinalities of the clique's unobserved variables (a row's cost on :class:`ReducedRows`).
 
     Parameters
     ----------
@@ -42,21 +48,87 @@ def reduced_cells(tree: JunctionTree, rows: np.ndarray) -> np.ndarray:
     >>> from ppgm.factors.domain import Domain
     >>> jt = JunctionTree.build(Domain(("A", "B", "C"), (2, 3, 4)), [("A", "B"), ("B", "C")])
     >>> reduced_cells(jt, np.array([[0, 1, 2], [-1, 1, -1], [0, -1, -1]])).tolist()
-    [2, 6, 15]
+    [0, 6, 15]
     """
     dom = tree.domain
-    cards = np.asarray(dom.cards, dtype=np.int64)
-    free = np.where(rows < 0, cards[None, :], 1)
+    free = _free(tree, rows)
     out = np.zeros(len(rows), dtype=np.int64)
     for c in tree.cliques:
-        out += np.prod(free[:, [dom.index(v) for v in c]], axis=1)
+        n = np.prod(free[:, [dom.index(v) for v in c]], axis=1)
+        out += np.where(n > 1, n, 0)
     return out
+
+
+def seen_counts(tree: JunctionTree, rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Flat clique counts (the tree's cell layout) of the cliques each row sees entirely, each row
+    counted ``weights`` times: the part of a row's expected clique counts that no model changes.
+
+    Parameters
+    ----------
+    tree : JunctionTree
+    rows : numpy.ndarray
+        ``(B, d)`` codes, negative where unobserved.
+    weights : numpy.ndarray
+        ``(B,)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(cells,)``.
+
+    Examples
+    --------
+    >>> from ppgm.factors.domain import Domain
+    >>> jt = JunctionTree.build(Domain(("A", "B", "C"), (2, 2, 2)), [("A", "B"), ("B", "C")])
+    >>> jt.cliques, seen_counts(jt, np.array([[1, 0, -1]]), np.array([3.0])).tolist()
+    ((('A', 'B'), ('B', 'C')), [0.0, 0.0, 3.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    """
+    dom, plan = tree.domain, tree._plan()
+    free = _free(tree, rows)
+    seen = np.where(rows < 0, 0, rows)  # a missing variable of one state is seen at 0
+    cells, wts = [], []
+    for c, start, shape in zip(tree.cliques, plan["starts"], plan["shapes"]):
+        vs = [dom.index(v) for v in c]
+        sel = np.prod(free[:, vs], axis=1) == 1
+        if sel.any():
+            cells.append(start + np.ravel_multi_index(seen[sel][:, vs].T, shape) if vs else np.full(int(sel.sum()), start))
+            wts.append(weights[sel])
+    if not cells:
+        return np.zeros(int(plan["sizes"].sum()))
+    return np.bincount(np.concatenate(cells), weights=np.concatenate(wts), minlength=int(plan["sizes"].sum())).astype(float)
+
+
+def _strides(free: np.ndarray) -> np.ndarray:
+    """C-order strides of each row of axis sizes ``free`` (``(P, n)``)."""
+    out = np.ones_like(free)
+    if free.shape[1] > 1:
+        out[:, :-1] = np.cumprod(free[:, :0:-1], axis=1)[:, ::-1]
+    return out
+
+
+def _distinct(code: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """``numpy.unique(code, return_inverse=True)`` for codes below ``2 ** bits``: by counting when that range
+    is small (no sort over the rows)."""
+    if bits > 20:
+        return np.unique(code, return_inverse=True)
+    seen = np.bincount(code, minlength=1 << bits) > 0
+    pats = np.flatnonzero(seen)
+    lut = np.zeros(seen.size, dtype=np.intp)
+    lut[pats] = np.arange(pats.size)
+    return pats.astype(np.int64), lut[code]
+
+
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The concatenation of ``arange(s, s + n)`` over ``zip(starts, sizes)``."""
+    total = int(sizes.sum())
+    return np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(total, dtype=np.int64)
 
 
 class ReducedRows:
     """Index arrays of ``rows`` (``(B, d)`` codes, negative where unobserved) on ``tree``: every clique
-    reduced to each row's unobserved cells (see the module docstring). :meth:`calibrate` then computes each
-    row's log partition function and its reduced clique beliefs under any model's potentials on the tree.
+    reduced to each row's unobserved cells (see the module docstring). :meth:`calibrate` then computes,
+    under any model's potentials on the tree, each row's log-probability of its observed values (without
+    the cliques it sees entirely, which :func:`seen_counts` covers) and its reduced clique beliefs.
 
     Parameters
     ----------
@@ -67,8 +139,10 @@ class ReducedRows:
     Attributes
     ----------
     cells : numpy.ndarray
-        ``(R,)``: the full tree's flat cell of every reduced cell (rows' blocks, clique by clique).
-    n_rows : int
+        ``(R,)``: the full tree's flat cell of every reduced cell (blocks of a clique and a row, clique
+        by clique).
+    block_sizes, block_row : numpy.ndarray
+        Each block's cells and row.
 
     Examples
     --------
@@ -85,125 +159,130 @@ class ReducedRows:
         dom, plan = tree.domain, tree._plan()
         lv = tree._levels()
         self.n_rows = B = len(rows)
-        self.n_cells = int(plan["sizes"].sum())
         cards = np.asarray(dom.cards, dtype=np.int64)
         order = [lv.root] + [int(c) for L in lv.levels for c in L.edge_child]  # cliques by depth, root first
-        pos = {k: i for i, k in enumerate(order)}
         miss = rows < 0
-        sizes, rstrides, axes_of = {}, {}, {}
-        for k in order:  # per clique: each row's reduced size and the reduced layout's strides (C order)
+        # Per clique, the rows' distinct local patterns (which of its variables are unobserved) and, per
+        # pattern, a table of its reduced cells' offsets in the full clique: a row's cells are then its
+        # observed values' offset plus its pattern's table (no per-cell arithmetic over the rows).
+        info, start = {}, 0
+        for k in order:
             vs = np.array([dom.index(v) for v in tree.cliques[k]], dtype=np.intp)
-            free = np.where(miss[:, vs], cards[vs][None, :], 1)
-            rs = np.ones_like(free)
-            if len(vs) > 1:
-                rs[:, :-1] = np.cumprod(free[:, :0:-1], axis=1)[:, ::-1]
-            sizes[k] = np.prod(free, axis=1) if len(vs) else np.ones(B, np.int64)
-            rstrides[k] = rs
-            axes_of[k] = vs
-        block_sizes = np.concatenate([sizes[k] for k in order]) if order else np.zeros(0, np.int64)
-        self.block_sizes = block_sizes
-        self.block_starts = np.concatenate([[0], np.cumsum(block_sizes)[:-1]]).astype(np.intp)
-        self.block_row = np.tile(np.arange(B, dtype=np.intp), len(order))
-        clique_start = {}
-        a = 0
-        for k in order:
-            clique_start[k] = a
-            a += int(sizes[k].sum())
-        self.n_reduced = a
-        self.root_range = (clique_start[lv.root], clique_start[lv.root] + int(sizes[lv.root].sum())) if order else (0, 0)
-        self.root_starts = self.block_starts[:B] if order else np.zeros(0, np.intp)
+            ck = cards[vs]
+            strides = _strides(ck[None, :])[0]
+            mk = miss[:, vs]
+            code = mk.astype(np.int64) @ (np.int64(1) << np.arange(len(vs), dtype=np.int64))
+            pats, inv = _distinct(code, len(vs))
+            pm = ((pats[:, None] >> np.arange(len(vs))) & 1).astype(bool)
+            free = np.where(pm, ck[None, :], 1)
+            prs = _strides(free)
+            psize = np.prod(free, axis=1)
+            tstart = np.cumsum(psize) - psize
+            pp = np.repeat(np.arange(len(pats)), psize)
+            jj = np.arange(int(psize.sum()), dtype=np.int64) - np.repeat(tstart, psize)
+            off = np.zeros(jj.size, dtype=np.int64)
+            for ax in range(len(vs)):
+                off += np.where(pm[pp, ax], strides[ax] * ((jj // prs[pp, ax]) % ck[ax]), 0)
+            n = psize[inv]
+            live = np.flatnonzero(n > 1)  # the rows with a block here (others see the clique entirely)
+            n_live = n[live]
+            base = plan["starts"][k] + np.where(mk[live], 0, rows[live][:, vs] * strides[None, :]).sum(axis=1)
+            li = _ranges(tstart[inv[live]], n_live)  # each reduced cell: its cell in its pattern's table
+            at = np.full(B, -1, dtype=np.int64)  # each row's block start (flat), -1 without one
+            at[live] = start + np.cumsum(n_live) - n_live
+            info[k] = dict(vs=list(vs), inv=inv, pm=pm, prs=prs, pp=pp, jj=jj, n=n, live=live, n_live=n_live,
+                           base=base, off=off, li=li, at=at, start=start, size=int(n_live.sum()))
+            start += info[k]["size"]
+        self.n_reduced = start
+        self.block_sizes = np.concatenate([info[k]["n_live"] for k in order])
+        self.block_starts = (np.cumsum(self.block_sizes) - self.block_sizes).astype(np.intp)
+        self.block_row = np.concatenate([info[k]["live"] for k in order]).astype(np.intp)
+        block_first = np.cumsum([0] + [info[k]["live"].size for k in order])
+        block_of = {k: block_first[i] for i, k in enumerate(order)}  # the clique's first block
+        self.cells = np.concatenate([np.repeat(info[k]["base"], info[k]["n_live"]) + info[k]["off"][info[k]["li"]]
+                                     for k in order]).astype(np.intp)
 
-        def layout(k):
-            """Each reduced cell of clique ``k``: its row and its position in the row's block."""
-            n = sizes[k]
-            rb = np.repeat(np.arange(B, dtype=np.intp), n)
-            j = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
-            return rb, j
+        def sep_table(k, sep_vars):
+            """Per pattern of clique ``k``: the reduced separator's size, and the separator cell of each of
+            the pattern's cells (separator axes in domain order, C order over the unobserved ones)."""
+            i = info[k]
+            axes = [i["vs"].index(v) for v in sep_vars]
+            sm = i["pm"][:, axes]
+            free = np.where(sm, cards[sep_vars][None, :], 1)
+            sstr = _strides(free)
+            pp, jj = i["pp"], i["jj"]
+            out = np.zeros(jj.size, dtype=np.int64)
+            for q, (ax, v) in enumerate(zip(axes, sep_vars)):
+                out += np.where(sm[pp, q], sstr[pp, q] * ((jj // i["prs"][pp, ax]) % cards[v]), 0)
+            return np.prod(free, axis=1), out
 
-        def digit(k, a, rb, j):
-            """The state of axis ``a`` of clique ``k`` at each reduced cell (the row's code when observed)."""
-            v = axes_of[k][a]
-            return np.where(miss[rb, v], (j // rstrides[k][rb, a]) % cards[v], rows[rb, v])
-
-        cells = np.empty(self.n_reduced, dtype=np.intp)
-        cache = {}
-        for k in order:
-            rb, j = layout(k)
-            cache[k] = (rb, j)
-            shape = plan["shapes"][k]
-            strides = np.ones(len(shape), dtype=np.int64)
-            if len(shape) > 1:
-                strides[:-1] = np.cumprod(np.asarray(shape[:0:-1], dtype=np.int64))[::-1]
-            g = np.full(rb.size, plan["starts"][k], dtype=np.int64)
-            for ax in range(len(shape)):
-                g += strides[ax] * digit(k, ax, rb, j)
-            a = clique_start[k]
-            cells[a:a + rb.size] = g
-        self.cells = cells
-
-        def sep_index(k, sep_axes_k, sep_vars, sstr, rb, j):
-            """Each reduced cell of clique ``k``: its reduced separator cell (within the row's message block)."""
-            out = np.zeros(rb.size, dtype=np.int64)
-            for ax, v, s in zip(sep_axes_k, sep_vars, sstr.T):
-                m = miss[rb, v]
-                out += np.where(m, s[rb] * ((j // rstrides[k][rb, ax]) % cards[v]), 0)
-            return out
-
+        # An edge carries a message for the rows that leave part of its separator unobserved; for the
+        # others it is cut, and the child's block (if any) is the root of a piece of the row's tree.
+        piece_root = [block_of[lv.root] + np.arange(info[lv.root]["live"].size)]
         self.levels = []
         for L in lv.levels:
             kids = [int(c) for c in L.edge_child]
             pars = [int(p) for p in L.edge_parent]
-            msizes, sep_info = [], []
+            edges = []
             for c, p in zip(kids, pars):
-                sep_vars = np.array([dom.index(v) for v in tree.cliques[c] if v in tree.cliques[p]], dtype=np.intp)
-                free = np.where(miss[:, sep_vars], cards[sep_vars][None, :], 1)
-                sstr = np.ones_like(free)
-                if len(sep_vars) > 1:
-                    sstr[:, :-1] = np.cumprod(free[:, :0:-1], axis=1)[:, ::-1]
-                msizes.append(np.prod(free, axis=1) if len(sep_vars) else np.ones(B, np.int64))
-                sep_info.append((sep_vars, sstr))
-            msize = np.concatenate(msizes)
-            mstart = np.concatenate([[0], np.cumsum(msize)[:-1]]).astype(np.intp)
-            c2m, p_cells, p2m, rounds = [], [], [], {}
-            for e, (c, p) in enumerate(zip(kids, pars)):
-                sep_vars, sstr = sep_info[e]
-                base = mstart[e * B:(e + 1) * B]
-                rb, j = cache[c]
-                c_axes = [list(axes_of[c]).index(v) for v in sep_vars]
-                c2m.append(base[rb] + sep_index(c, c_axes, sep_vars, sstr, rb, j))
-                rb, j = cache[p]
-                p_axes = [list(axes_of[p]).index(v) for v in sep_vars]
-                r = rounds.setdefault(p, 0)
-                rounds[p] = r + 1
-                p_cells.append((r, clique_start[p] + np.arange(rb.size, dtype=np.intp),
-                                base[rb] + sep_index(p, p_axes, sep_vars, sstr, rb, j)))
-            lo = clique_start[kids[0]]
-            hi = clique_start[kids[-1]] + int(sizes[kids[-1]].sum())
-            by_round = []
-            for r in range(max(rounds.values())):
-                sel = [(pc, pm) for rr, pc, pm in p_cells if rr == r]
-                by_round.append((np.concatenate([s[0] for s in sel]), np.concatenate([s[1] for s in sel]).astype(np.intp)))
-            self.levels.append(dict(lo=lo, hi=hi, c2m=np.concatenate(c2m).astype(np.intp), rounds=by_round,
-                                    p_cells=np.concatenate([r[0] for r in by_round]),
-                                    p2m=np.concatenate([r[1] for r in by_round]),
-                                    mstart=mstart, msize=msize, mrow=np.tile(np.arange(B, dtype=np.intp), len(kids))))
+                sv = np.array([dom.index(v) for v in tree.cliques[c] if v in tree.cliques[p]], dtype=np.intp)
+                (csize, ctab), (_, ptab) = sep_table(c, sv), sep_table(p, sv)
+                ms = csize[info[c]["inv"]]  # each row's message size on this edge
+                up = np.flatnonzero(ms > 1)
+                edges.append((c, p, ms, up, ctab, ptab))
+                cut = info[c]["n_live"] > 0
+                cut &= ms[info[c]["live"]] == 1
+                piece_root.append(block_of[c] + np.flatnonzero(cut))
+            msize = np.concatenate([ms[up] for (_, _, ms, up, _, _) in edges])
+            n_msg = int(msize.sum())
+            if not n_msg:
+                continue
+            mstart = (np.cumsum(msize) - msize).astype(np.int64)
+            c2m, parent_side, rounds, m0 = [], [], {}, 0
+            for c, p, ms, up, ctab, ptab in edges:
+                row_msg = np.full(B, n_msg, dtype=np.int64)  # the dummy slot n_msg for the rows it does not carry
+                row_msg[up] = mstart[m0:m0 + up.size]
+                m0 += up.size
+                ic, ip = info[c], info[p]
+                carries = ms[ic["live"]] > 1
+                c2m.append(np.repeat(row_msg[ic["live"]], ic["n_live"])
+                           + np.where(np.repeat(carries, ic["n_live"]), ctab[ic["li"]], 0))
+                if up.size:
+                    r = rounds.get(p, 0)
+                    rounds[p] = r + 1
+                    n_up = ip["n"][up]
+                    pc = _ranges(ip["at"][up], n_up)  # the parent's cells of the carrying rows
+                    parent_side.append((r, pc, np.repeat(row_msg[up], n_up) + ptab[ip["li"][pc - ip["start"]]]))
+            lo, hi = info[kids[0]]["start"], info[kids[-1]]["start"] + info[kids[-1]]["size"]
+            parent_side.sort(key=lambda t: t[0])  # stable: by round, edges in level order within one
+            sizes = [t[1].size for t in parent_side]
+            bounds = np.cumsum([0] + sizes)
+            firsts = [[t[0] for t in parent_side].index(r) for r in range(max(rounds.values()))]
+            cuts = [int(bounds[i]) for i in firsts] + [int(bounds[-1])]
+            self.levels.append(dict(lo=lo, hi=hi, c2m=np.concatenate(c2m).astype(np.intp),
+                                    p_cells=np.concatenate([t[1] for t in parent_side]).astype(np.intp),
+                                    p2m=np.concatenate([t[2] for t in parent_side]).astype(np.intp),
+                                    rounds=list(zip(cuts[:-1], cuts[1:])), n_msg=n_msg,
+                                    mstart=mstart.astype(np.intp), msize=msize,
+                                    mrow=np.concatenate([up for (_, _, _, up, _, _) in edges]).astype(np.intp)))
+        self.piece_root = np.concatenate(piece_root).astype(np.intp)
 
     def nbytes(self) -> int:
         """Memory held by the index arrays."""
         out = self.cells.nbytes + self.block_sizes.nbytes + self.block_starts.nbytes + self.block_row.nbytes
+        out += self.piece_root.nbytes
         for L in self.levels:
-            out += sum(v.nbytes for k, v in L.items() if isinstance(v, np.ndarray))
-            out += sum(a.nbytes + b.nbytes for a, b in L["rounds"])
+            out += sum(v.nbytes for v in L.values() if isinstance(v, np.ndarray))
         return out
 
     def calibrate(self, psi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every row's log partition function and reduced clique beliefs under the flat log-potentials
-        ``psi`` (``(cells,)``, finite or -inf, as :meth:`JunctionTree.calibrate_flat`'s).
+        """Every row's log-probability (unnormalised) of its observed values, less the potentials of the
+        cliques it sees entirely, and its reduced clique beliefs, under the flat log-potentials ``psi``
+        (``(cells,)``, finite or -inf, as :meth:`JunctionTree.calibrate_flat`'s).
 
-        Computed in probability space, each row's block shifted by its maximum and each message rescaled
-        by its maximum; exact when the row's blocks' finite log-ranges add up to less than
-        ``SCALED_RANGE``, which ``exact`` reports per row (a row outside it is left to the full tree's log
-        schedule by the caller).
+        Computed in probability space, each block shifted by its maximum and each message rescaled by its
+        maximum; exact when the row's blocks' finite log-ranges add up to less than ``SCALED_RANGE``,
+        which ``exact`` reports per row (a row outside it is left to the full tree's log schedule).
 
         Parameters
         ----------
@@ -220,38 +299,37 @@ class ReducedRows:
         """
         B = self.n_rows
         vals = psi[self.cells]
-        starts, bsize = self.block_starts, self.block_sizes
+        starts, bsize, brow = self.block_starts, self.block_sizes, self.block_row
         if not vals.size:
             return np.zeros(B), vals, np.ones(B, bool)
         with np.errstate(invalid="ignore", divide="ignore"):
             top = np.maximum.reduceat(vals, starts)
             low = np.minimum.reduceat(np.where(vals == -np.inf, np.inf, vals), starts)
             spread = np.where(np.isfinite(top) & np.isfinite(low), top - low, 0.0)
-            exact = np.bincount(self.block_row, weights=spread, minlength=B) < SCALED_RANGE
+            exact = np.bincount(brow, weights=spread, minlength=B) < SCALED_RANGE
             top = np.maximum(top, _LOWEST)  # an all-zero block stays zero (no NaN)
             E = vals
             E -= np.repeat(top, bsize)
             np.exp(E, out=E)
-            log_scale = np.bincount(self.block_row, weights=np.where(top > _LOWEST, top, 0.0), minlength=B)
+            log_z = np.bincount(brow, weights=np.where(top > _LOWEST, top, 0.0), minlength=B)
             ups = []
             for L in reversed(self.levels):  # deepest level first: messages to the parents
-                m = np.bincount(L["c2m"], weights=E[L["lo"]:L["hi"]], minlength=L["msize"].sum())
+                m = np.bincount(L["c2m"], weights=E[L["lo"]:L["hi"]], minlength=L["n_msg"] + 1)[:L["n_msg"]]
                 s = np.maximum.reduceat(m, L["mstart"])
                 s = np.where(s > 0, s, 1.0)
                 m /= np.repeat(s, L["msize"])
-                log_scale += np.bincount(L["mrow"], weights=np.log(s), minlength=B)
-                for pc, pm in L["rounds"]:
-                    E[pc] *= m[pm]
+                log_z += np.bincount(L["mrow"], weights=np.log(s), minlength=B)
+                for a, b in L["rounds"]:  # a parent with several children here: one of them per round
+                    E[L["p_cells"][a:b]] *= m[L["p2m"][a:b]]
                 ups.append(m)
-            a, b = self.root_range
-            z = np.add.reduceat(E[a:b], self.root_starts - a)
-            log_z = np.where(z > 0, np.log(z) + log_scale, -np.inf)
+            mass = np.add.reduceat(E, starts)
+            log_z += np.bincount(brow[self.piece_root], weights=np.log(mass[self.piece_root]), minlength=B)
             for L, up in zip(self.levels, reversed(ups)):  # root outwards: each child reads its separator off its parent
                 sep = np.bincount(L["p2m"], weights=E[L["p_cells"]], minlength=up.size)
                 down = np.where(up > 0, sep / up, 0.0)
                 d = np.maximum.reduceat(down, L["mstart"])
                 down /= np.repeat(np.where(d > 0, d, 1.0), L["msize"])
-                E[L["lo"]:L["hi"]] *= down[L["c2m"]]
+                E[L["lo"]:L["hi"]] *= np.append(down, 1.0)[L["c2m"]]
             mass = np.add.reduceat(E, starts)
             E /= np.repeat(mass, bsize)
         return log_z, E, exact

@@ -29,7 +29,7 @@ from ..core.progress import ConvergenceWarning, progress_bar
 from ..core.rng import as_generator
 from ..factors.domain import Domain
 from ..factors.factor import Factor
-from ..inference.evidence import ReducedRows, reduced_cells
+from ..inference.evidence import ReducedRows, reduced_cells, seen_counts
 from ..inference.junction_tree import JunctionTree
 from ..inference.tables import count_block
 from ..models.bayes import BayesianNetwork
@@ -175,7 +175,7 @@ class _Grouped:
     full tree, a column of the full tree's calibration under the row's evidence mask."""
 
     tree: JunctionTree
-    complete_counts: np.ndarray
+    complete_counts: np.ndarray  # complete rows' clique counts, and those of the cliques the reduced rows see entirely
     n_records: int
     n_complete: int
     rows: np.ndarray
@@ -186,7 +186,7 @@ class _Grouped:
     reduced: list  # (row indices, ReducedRows or None) per chunk of the reduced path
 
     MASK_BUDGET = 2**27  # bytes of evidence masks kept between E-steps
-    REDUCED_BUDGET = 2**28  # bytes of reduced index arrays kept between E-steps (about 60 bytes a reduced cell)
+    REDUCED_BUDGET = 2**28  # bytes of reduced index arrays kept between E-steps (about 40 bytes a reduced cell)
     REDUCED_CHUNK = 2**22  # reduced cells calibrated at once
     REDUCED_COST = 4  # a row takes the full tree when its reduced cells times this reach the tree's cells
 
@@ -212,13 +212,16 @@ class _Grouped:
         if cells * len(out.full) <= cls.MASK_BUDGET:
             out.masks = [out._mask(out.full[a:a + out.step]) for a in range(0, len(out.full), out.step)]
         idx = np.flatnonzero(~on_tree)
-        if len(idx):
+        if len(idx):  # the cliques these rows see entirely: counted once, as complete rows are
+            out.complete_counts = out.complete_counts + seen_counts(tree, rows[idx], out.weights[idx])
             ends = np.searchsorted(np.cumsum(size[idx]), np.arange(1, 1 + int(size[idx].sum()) // cls.REDUCED_CHUNK + 1)
                                    * cls.REDUCED_CHUNK, side="right")
             bounds = np.unique(np.concatenate([[0], ends, [len(idx)]]))
-            keep = 60 * int(size[idx].sum()) <= cls.REDUCED_BUDGET
-            for a, b in zip(bounds[:-1], bounds[1:]):
-                out.reduced.append((idx[a:b], ReducedRows(tree, rows[idx[a:b]]) if keep else None))
+            held = 0
+            for a, b in zip(bounds[:-1], bounds[1:]):  # the first chunks' index arrays kept, up to the budget
+                red = ReducedRows(tree, rows[idx[a:b]]) if held <= cls.REDUCED_BUDGET else None
+                held += red.nbytes() if red is not None else 0
+                out.reduced.append((idx[a:b], red if held <= cls.REDUCED_BUDGET else None))
         return out
 
     def _mask(self, which: np.ndarray) -> np.ndarray:
@@ -264,9 +267,12 @@ class _Grouped:
             lz, beliefs, exact = red.calibrate(psi)
             w = self.weights[which]
             if not exact.all():  # a range too wide for the scaled schedule: those rows on the full tree's log schedule
-                c, l = self._on_tree(psi, which[~exact])
-                clique_counts += c
-                ll += l
+                wide = which[~exact]
+                c, l = self._on_tree(psi, wide)
+                seen = seen_counts(tree, self.rows[wide], self.weights[wide])  # already in the full tree's counts
+                clique_counts += c - seen
+                with np.errstate(invalid="ignore"):
+                    ll += l - float(np.where(seen > 0, psi * seen, 0.0).sum())
                 w = np.where(exact, w, 0.0)
                 beliefs = np.where(np.repeat(exact[red.block_row], red.block_sizes), beliefs, 0.0)
             _check_finite(np.where(exact, lz, 0.0), self.rows[which])
@@ -275,7 +281,7 @@ class _Grouped:
                                          minlength=len(psi))
         ll -= self.n_records * log_z
         if not np.isfinite(ll):
-            raise ValueError("records: a complete record has probability zero under the model; smooth the model (pseudo-counts)")
+            raise ValueError("records: a record's observed cells have probability zero under the model; smooth the model (pseudo-counts)")
         return clique_counts, ll, self.n_records, self.n_complete, len(self.rows)
 
     def expected(self, model: MarkovNetwork, scopes: Sequence[tuple], log_z: float | None = None) -> ExpectedTables:
