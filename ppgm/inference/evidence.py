@@ -118,6 +118,11 @@ def _distinct(code: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
     return pats.astype(np.int64), lut[code]
 
 
+def _compact(a: np.ndarray) -> np.ndarray:
+    """An index array as int32 when its values allow (half the memory of the arrays kept between calls)."""
+    return a.astype(np.int32) if a.size and int(a.max()) < 2**31 - 1 else a.astype(np.intp)
+
+
 def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """The concatenation of ``arange(s, s + n)`` over ``zip(starts, sizes)``."""
     total = int(sizes.sum())
@@ -194,13 +199,14 @@ class ReducedRows:
                            base=base, off=off, li=li, at=at, start=start, size=int(n_live.sum()))
             start += info[k]["size"]
         self.n_reduced = start
-        self.block_sizes = np.concatenate([info[k]["n_live"] for k in order])
-        self.block_starts = (np.cumsum(self.block_sizes) - self.block_sizes).astype(np.intp)
-        self.block_row = np.concatenate([info[k]["live"] for k in order]).astype(np.intp)
+        sizes = np.concatenate([info[k]["n_live"] for k in order])
+        self.block_sizes = _compact(sizes)
+        self.block_starts = _compact(np.cumsum(sizes) - sizes)
+        self.block_row = _compact(np.concatenate([info[k]["live"] for k in order]))
         block_first = np.cumsum([0] + [info[k]["live"].size for k in order])
         block_of = {k: block_first[i] for i, k in enumerate(order)}  # the clique's first block
-        self.cells = np.concatenate([np.repeat(info[k]["base"], info[k]["n_live"]) + info[k]["off"][info[k]["li"]]
-                                     for k in order]).astype(np.intp)
+        self.cells = _compact(np.concatenate([np.repeat(info[k]["base"], info[k]["n_live"]) + info[k]["off"][info[k]["li"]]
+                                              for k in order]))
 
         def sep_table(k, sep_vars):
             """Per pattern of clique ``k``: the reduced separator's size, and the separator cell of each of
@@ -259,13 +265,13 @@ class ReducedRows:
             bounds = np.cumsum([0] + sizes)
             firsts = [[t[0] for t in parent_side].index(r) for r in range(max(rounds.values()))]
             cuts = [int(bounds[i]) for i in firsts] + [int(bounds[-1])]
-            self.levels.append(dict(lo=lo, hi=hi, c2m=np.concatenate(c2m).astype(np.intp),
-                                    p_cells=np.concatenate([t[1] for t in parent_side]).astype(np.intp),
-                                    p2m=np.concatenate([t[2] for t in parent_side]).astype(np.intp),
+            self.levels.append(dict(lo=lo, hi=hi, c2m=_compact(np.concatenate(c2m)),
+                                    p_cells=_compact(np.concatenate([t[1] for t in parent_side])),
+                                    p2m=_compact(np.concatenate([t[2] for t in parent_side])),
                                     rounds=list(zip(cuts[:-1], cuts[1:])), n_msg=n_msg,
-                                    mstart=mstart.astype(np.intp), msize=msize,
-                                    mrow=np.concatenate([up for (_, _, _, up, _, _) in edges]).astype(np.intp)))
-        self.piece_root = np.concatenate(piece_root).astype(np.intp)
+                                    mstart=_compact(mstart), msize=_compact(msize),
+                                    mrow=_compact(np.concatenate([up for (_, _, _, up, _, _) in edges]))))
+        self.piece_root = _compact(np.concatenate(piece_root))
 
     def nbytes(self) -> int:
         """Memory held by the index arrays."""

@@ -186,7 +186,7 @@ class _Grouped:
     reduced: list  # (row indices, ReducedRows or None) per chunk of the reduced path
 
     MASK_BUDGET = 2**27  # bytes of evidence masks kept between E-steps
-    REDUCED_BUDGET = 2**28  # bytes of reduced index arrays kept between E-steps (about 40 bytes a reduced cell)
+    REDUCED_BUDGET = 2**29  # bytes of reduced index arrays kept between E-steps (about 20 bytes a reduced cell)
     REDUCED_CHUNK = 2**22  # reduced cells calibrated at once
     REDUCED_COST = 4  # a row takes the full tree when its reduced cells times this reach the tree's cells
 
