@@ -236,9 +236,7 @@ class ReducedRows:
                 ms = csize[info[c]["inv"]]  # each row's message size on this edge
                 up = np.flatnonzero(ms > 1)
                 edges.append((c, p, ms, up, ctab, ptab))
-                cut = info[c]["n_live"] > 0
-                cut &= ms[info[c]["live"]] == 1
-                piece_root.append(block_of[c] + np.flatnonzero(cut))
+                piece_root.append(block_of[c] + np.flatnonzero(ms[info[c]["live"]] == 1))  # the child's blocks it cuts off
             msize = np.concatenate([ms[up] for (_, _, ms, up, _, _) in edges])
             n_msg = int(msize.sum())
             if not n_msg:
