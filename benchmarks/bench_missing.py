@@ -13,7 +13,8 @@ Sections (each row: KL(true || learned) in nats, exact, and wall time in seconds
           the cells MCAR and the MAR rule above at 30%: complete-case (as above), pyAgrum's BNLearner EM
           (same structure, same holes, smoothing prior 1 = the same Dirichlet pseudo-count as ppgm; stopped
           when the log-likelihood changes by less than 1e-8 of ppgm's final one, ppgm's own rule (tol = 1e-8 on
-          the relative change), at most 200 iterations as ppgm; its random CPT noise seeded) and
+          the relative change), at most 200 iterations as ppgm and ``--peer-max-time`` seconds (a row it
+          leaves at the time cap says so, its speed-up then a lower bound); its random CPT noise seeded) and
           MissingValuesEM, all in this process. pyAgrum is optional (``pip install pyagrum``, never a
           dependency of ppgm); ``--peer-max-n`` and ``--peer-cells`` say which rows run it (it takes
           minutes per row where ppgm takes seconds). ppgm's time is the median of ``--repeats`` runs when
@@ -150,9 +151,10 @@ def from_agrum(g, bn):
     return BayesianNetwork(bn.domain, bn.parents, cpts)
 
 
-def agrum_em(gum, engine, holey: pd.DataFrame, seed: int, eps: float, max_iter: int = 200) -> tuple:
+def agrum_em(gum, engine, holey: pd.DataFrame, seed: int, eps: float, max_iter: int = 200, max_time: float = 600.0) -> tuple:
     """pyAgrum's EM on ``holey`` (missing as "?"), stopped when the log-likelihood changes by less than
-    ``eps`` or at ``max_iter``: the learned engine BN, its iterations, whether it stopped on ``eps``, its time."""
+    ``eps``, at ``max_iter`` or after ``max_time`` seconds: the learned engine BN, its iterations, how it
+    stopped ("" on ``eps``, else "cap" or "time cap"), its time."""
     frame = holey.astype(object).where(holey.notna(), "?").astype(str)
     t0 = time.perf_counter()
     gum.initRandom(seed)
@@ -160,13 +162,16 @@ def agrum_em(gum, engine, holey: pd.DataFrame, seed: int, eps: float, max_iter: 
     learner.useSmoothingPrior(1.0)
     learner.useEMWithDiffCriterion(eps)
     learner.EMsetMaxIter(max_iter)
+    learner.EMsetMaxTime(max_time)
     learned = learner.learnParameters(agrum_bn(gum, engine).dag())
     t = time.perf_counter() - t0
-    return from_agrum(learned, engine), learner.EMnbrIterations(), "epsilon" in learner.EMStateMessage(), t
+    msg = learner.EMStateMessage()
+    how = "" if "epsilon" in msg else "time cap" if "time" in msg else "cap"
+    return from_agrum(learned, engine), learner.EMnbrIterations(), how, t
 
 
 def networks_section(quick: bool, networks: list, sizes: list, settings: list, peer_max_n: int, peer_cells: list,
-                     repeats: int) -> list[str]:
+                     repeats: int, peer_max_time: float = 600.0, on_row=None) -> list[str]:
     import os
     import statistics
 
@@ -220,9 +225,10 @@ def networks_section(quick: bool, networks: list, sizes: list, settings: list, p
                 # ppgm stops when the objective's relative change is below tol = 1e-8; pyAgrum's rate criterion
                 # did not stop at 1e-8 (Insurance, N = 500: over 15 minutes), so it gets the same rule as an
                 # absolute change: 1e-8 of ppgm's final log-likelihood
-                learned, it_ag, stopped, t_ag = agrum_em(gum, engine, holey, SEED, 1e-8 * abs(est.log_likelihood_))
-                ag = [f"{pa.kl_divergence(truth, pa.bayes_to_pgmpy(learned)):.4g}", f"{it_ag}{'' if stopped else ' (cap)'}",
-                      f"{t_ag:.1f}", f"{t_ag / t_em:.0f}x"]
+                learned, it_ag, how, t_ag = agrum_em(gum, engine, holey, SEED, 1e-8 * abs(est.log_likelihood_),
+                                                     max_time=peer_max_time)
+                ag = [f"{pa.kl_divergence(truth, pa.bayes_to_pgmpy(learned)):.4g}", f"{it_ag}{f' ({how})' if how else ''}",
+                      f"{t_ag:.1f}", f"{'>= ' if how == 'time cap' else ''}{t_ag / t_em:.0f}x"]
             else:
                 ag = ["not run", "", "", ""]
             row = (f"| {name} | {N:,} | {rate:.0%} | {rule} | {len(rows):,} | {kl_cc} | {ag[0]} | {ag[1]} | {ag[2]} | "
@@ -230,6 +236,8 @@ def networks_section(quick: bool, networks: list, sizes: list, settings: list, p
                    f"{t_em:.2f}{'' if len(runs) > 1 else ' (1 run)'} | {ag[3]} | {load:.1f} |")
             print(row, flush=True)
             lines.append(row)
+            if on_row is not None:
+                on_row(lines)
     return lines
 
 
@@ -387,12 +395,14 @@ def main(quick: bool, sections: list, million: bool = False, net_args: dict | No
             if name == "networks":
                 args = dict(net_args or {})
                 merge = args.pop("merge", False)
-                out = fn(quick, **args)
-                if merge:  # rows of earlier runs kept unless this run measured them again
-                    out = out[:4] + merged_rows(out[4:], args.get("networks", []))
                 note = [f"Machine: {machine()}. Seed {SEED}. KL(true || learned) in nats (exact). Rows from one or "
                         "more runs of the section (`--merge`); each row's load says how contended the machine was.", ""]
-                write_section(f"missing-{name}", "\n".join([titles[name], ""] + note + out))
+
+                def write(out, merge=merge, note=note, title=titles[name]):  # after every row: a stopped run keeps its rows
+                    if merge:  # rows of earlier runs kept unless this run measured them again
+                        out = out[:4] + merged_rows(out[4:], args.get("networks", []))
+                    write_section("missing-networks", "\n".join([title, ""] + note + out))
+                fn(quick, **args, on_row=write)
                 continue
             out = fn(quick, million) if name == "bn" else fn(quick)
             write_section(f"missing-{name}", "\n".join([titles[name], ""] + head + out))
@@ -410,8 +420,9 @@ if __name__ == "__main__":
     ap.add_argument("--peer-max-n", type=int, default=20_000, help="networks section: run pyAgrum up to this N")
     ap.add_argument("--peer-cells", nargs="*", default=[], help="networks section: and on these rows (name:N:percent:rule)")
     ap.add_argument("--repeats", type=int, default=3, help="networks section: ppgm runs per row (median) when under 30 s")
+    ap.add_argument("--peer-max-time", type=float, default=600.0, help="networks section: pyAgrum's time limit per row (s)")
     ap.add_argument("--merge", action="store_true", help="networks section: keep the rows of earlier runs it does not re-measure")
     args = ap.parse_args()
     main(args.quick, args.sections, args.million,
          dict(networks=args.networks, sizes=args.sizes, settings=args.settings, peer_max_n=args.peer_max_n,
-              peer_cells=args.peer_cells, repeats=args.repeats, merge=args.merge))
+              peer_cells=args.peer_cells, repeats=args.repeats, merge=args.merge, peer_max_time=args.peer_max_time))

@@ -23,9 +23,15 @@ __all__ = ["ReducedRows", "reduced_cells", "seen_counts"]
 _LOWEST = float(np.finfo(float).min)
 
 
-def _free(tree: JunctionTree, rows: np.ndarray) -> np.ndarray:
-    """``(B, d)``: each variable's cardinality where the row leaves it unobserved, 1 where it is seen."""
-    return np.where(rows < 0, np.asarray(tree.domain.cards, dtype=np.int64)[None, :], 1)
+def _clique_free(tree: JunctionTree, rows: np.ndarray):
+    """Per clique: its flat start, shape, the rows' codes on it (``(B, k)``) and each row's reduced size
+    (the product of the cardinalities of the clique's variables the row leaves unobserved)."""
+    dom, plan = tree.domain, tree._plan()
+    cards = np.asarray(dom.cards, dtype=np.int64)
+    for c, start, shape in zip(tree.cliques, plan["starts"], plan["shapes"]):
+        vs = [dom.index(v) for v in c]
+        sub = rows[:, vs]
+        yield start, shape, sub, np.prod(np.where(sub < 0, cards[vs][None, :], 1), axis=1)
 
 
 def reduced_cells(tree: JunctionTree, rows: np.ndarray) -> np.ndarray:
@@ -50,11 +56,8 @@ def reduced_cells(tree: JunctionTree, rows: np.ndarray) -> np.ndarray:
     >>> reduced_cells(jt, np.array([[0, 1, 2], [-1, 1, -1], [0, -1, -1]])).tolist()
     [0, 6, 15]
     """
-    dom = tree.domain
-    free = _free(tree, rows)
     out = np.zeros(len(rows), dtype=np.int64)
-    for c in tree.cliques:
-        n = np.prod(free[:, [dom.index(v) for v in c]], axis=1)
+    for _, _, _, n in _clique_free(tree, rows):
         out += np.where(n > 1, n, 0)
     return out
 
@@ -83,19 +86,14 @@ def seen_counts(tree: JunctionTree, rows: np.ndarray, weights: np.ndarray) -> np
     >>> jt.cliques, seen_counts(jt, np.array([[1, 0, -1]]), np.array([3.0])).tolist()
     ((('A', 'B'), ('B', 'C')), [0.0, 0.0, 3.0, 0.0, 0.0, 0.0, 0.0, 0.0])
     """
-    dom, plan = tree.domain, tree._plan()
-    free = _free(tree, rows)
-    seen = np.where(rows < 0, 0, rows)  # a missing variable of one state is seen at 0
-    cells, wts = [], []
-    for c, start, shape in zip(tree.cliques, plan["starts"], plan["shapes"]):
-        vs = [dom.index(v) for v in c]
-        sel = np.prod(free[:, vs], axis=1) == 1
-        if sel.any():
-            cells.append(start + np.ravel_multi_index(seen[sel][:, vs].T, shape) if vs else np.full(int(sel.sum()), start))
-            wts.append(weights[sel])
-    if not cells:
-        return np.zeros(int(plan["sizes"].sum()))
-    return np.bincount(np.concatenate(cells), weights=np.concatenate(wts), minlength=int(plan["sizes"].sum())).astype(float)
+    total = int(tree._plan()["sizes"].sum())
+    out = np.zeros(total)
+    for start, shape, sub, n in _clique_free(tree, rows):
+        sel = n == 1
+        if sel.any():  # a missing variable of one state is seen at 0
+            cell = start + (np.ravel_multi_index(np.maximum(sub[sel], 0).T, shape) if sub.shape[1] else 0)
+            out += np.bincount(np.broadcast_to(cell, (int(sel.sum()),)), weights=weights[sel], minlength=total)
+    return out
 
 
 def _strides(free: np.ndarray) -> np.ndarray:
@@ -199,6 +197,11 @@ class ReducedRows:
                            base=base, off=off, li=li, at=at, start=start, size=int(n_live.sum()))
             start += info[k]["size"]
         self.n_reduced = start
+        self.n_cells = int(plan["sizes"].sum())
+        self.clique_starts = np.asarray(plan["starts"], dtype=np.intp)
+        self.order = np.asarray(order, dtype=np.intp)  # the cliques in the ragged layout's order, their cells and blocks
+        self.clique_cells = np.array([info[k]["size"] for k in order], dtype=np.int64)
+        self.clique_blocks = np.array([info[k]["live"].size for k in order], dtype=np.int64)
         sizes = np.concatenate([info[k]["n_live"] for k in order])
         self.block_sizes = _compact(sizes)
         self.block_starts = _compact(np.cumsum(sizes) - sizes)
@@ -307,13 +310,23 @@ class ReducedRows:
         if not vals.size:
             return np.zeros(B), vals, np.ones(B, bool)
         with np.errstate(invalid="ignore", divide="ignore"):
-            top = np.maximum.reduceat(vals, starts)
-            low = np.minimum.reduceat(np.where(vals == -np.inf, np.inf, vals), starts)
-            spread = np.where(np.isfinite(top) & np.isfinite(low), top - low, 0.0)
-            exact = np.bincount(brow, weights=spread, minlength=B) < SCALED_RANGE
-            top = np.maximum(top, _LOWEST)  # an all-zero block stays zero (no NaN)
-            E = vals
-            E -= np.repeat(top, bsize)
+            # the model's cliques' finite log-ranges bound every row's: when they allow, each cell is shifted by
+            # its clique's maximum; otherwise by its block's, and rows beyond the range are reported
+            tops = np.maximum.reduceat(np.where(np.isnan(psi), -np.inf, psi), self.clique_starts)
+            lows = np.minimum.reduceat(np.where(psi == -np.inf, np.inf, psi), self.clique_starts)
+            if float(np.where(np.isfinite(tops) & np.isfinite(lows), tops - lows, 0.0).sum()) < SCALED_RANGE:
+                exact = np.ones(B, bool)
+                top = np.repeat(np.maximum(tops[self.order], _LOWEST), self.clique_blocks)
+                E = vals
+                E -= np.repeat(np.maximum(tops[self.order], _LOWEST), self.clique_cells)
+            else:
+                top = np.maximum.reduceat(vals, starts)
+                low = np.minimum.reduceat(np.where(vals == -np.inf, np.inf, vals), starts)
+                spread = np.where(np.isfinite(top) & np.isfinite(low), top - low, 0.0)
+                exact = np.bincount(brow, weights=spread, minlength=B) < SCALED_RANGE
+                top = np.maximum(top, _LOWEST)  # an all-zero block stays zero (no NaN)
+                E = vals
+                E -= np.repeat(top, bsize)
             np.exp(E, out=E)
             log_z = np.bincount(brow, weights=np.where(top > _LOWEST, top, 0.0), minlength=B)
             ups = []

@@ -217,7 +217,8 @@ class _Grouped:
             out.masks = [out._mask(out.full[a:a + out.step]) for a in range(0, len(out.full), out.step)]
         idx = np.flatnonzero(~on_tree)
         if len(idx):  # the cliques these rows see entirely: counted once, as complete rows are
-            out.complete_counts = out.complete_counts + seen_counts(tree, rows[idx], out.weights[idx])
+            every = len(idx) == len(rows)
+            out.complete_counts = out.complete_counts + seen_counts(tree, rows if every else rows[idx], out.weights[idx])
             ends = np.searchsorted(np.cumsum(size[idx]), np.arange(1, 1 + int(size[idx].sum()) // cls.REDUCED_CHUNK + 1)
                                    * cls.REDUCED_CHUNK, side="right")
             bounds = np.unique(np.concatenate([[0], ends, [len(idx)]]))
