@@ -287,9 +287,11 @@ class ReducedRows:
         cliques it sees entirely, and its reduced clique beliefs, under the flat log-potentials ``psi``
         (``(cells,)``, finite or -inf, as :meth:`JunctionTree.calibrate_flat`'s).
 
-        Computed in probability space, each block shifted by its maximum and each message rescaled by its
-        maximum; exact when the row's blocks' finite log-ranges add up to less than ``SCALED_RANGE``,
-        which ``exact`` reports per row (a row outside it is left to the full tree's log schedule).
+        Computed in probability space, each message rescaled by its maximum per row, the log-scales
+        carried. When the model's cliques' finite log-ranges add up to less than ``SCALED_RANGE`` (they
+        bound every row's), each cell is shifted by its clique's maximum and every row is exact; otherwise
+        each block is shifted by its own maximum, and ``exact`` reports the rows whose blocks' ranges add
+        up to less (a row outside it is left to the full tree's log schedule).
 
         Parameters
         ----------
