@@ -8,6 +8,18 @@ Sections (each row: KL(true || learned) in nats, exact, and wall time in seconds
           DiscreteBayesianEstimator (Dirichlet pseudo-count 1 per cell, the same prior as ppgm's EM) on
           the rows with no missing cell, which is also what pgmpy's DiscreteEM reduces to here (it drops
           every row with a missing cell in an observed column); ppgm: MissingValuesEM (pseudo-count 1).
+  networks  Larger junction trees: pgmpy's bundled INSURANCE (27 nodes, tree of 46,872 cells), HAILFINDER
+          (56 nodes, 9,544) and WIN95PTS (76 nodes, 2,684) at N = 2,000 / 20,000 / 200,000, 10% and 30% of
+          the cells MCAR and the MAR rule above at 30%: complete-case (as above), pyAgrum's BNLearner EM
+          (same structure, same holes, smoothing prior 1 = the same Dirichlet pseudo-count as ppgm; stopped
+          when the log-likelihood changes by less than 1e-8 of ppgm's final one, ppgm's own rule (tol = 1e-8 on
+          the relative change), at most 200 iterations as ppgm and ``--peer-max-time`` seconds (a row it
+          leaves at the time cap says so, its speed-up then a lower bound); its random CPT noise seeded) and
+          MissingValuesEM, all in this process. pyAgrum is optional (``pip install pyagrum``, never a
+          dependency of ppgm); ``--peer-max-n`` and ``--peer-cells`` say which rows run it (it takes
+          minutes per row where ppgm takes seconds). ppgm's time is the median of ``--repeats`` runs when
+          a run is under 30 s, one run otherwise; pyAgrum's is one run. The 1-minute load average before
+          each row says how contended the shared machine was (2 cores).
   latent  A latent-variable case both EMs run: Asia with the node "either" never observed, N = 10,000:
           pgmpy's DiscreteEM (its defaults, 100 iterations at most; maximum-likelihood M-step) against
           MissingValuesEM with pseudo_count=0 (the same objective; each from its own seeded start); KL
@@ -30,13 +42,16 @@ Sections (each row: KL(true || learned) in nats, exact, and wall time in seconds
           marginal once per clique holding it. Its fitted theta and its returned tree give the same KL
           (checked on a 5-node chain: 0.6687 at 100 iterations, 0.6656 at 300 and 1,000).
 
-  python benchmarks/bench_missing.py [--quick] [--sections bn latent mn mnmiss] [--million]
+  python benchmarks/bench_missing.py [--quick] [--sections bn networks latent mn mnmiss] [--million]
+      [--networks insurance hailfinder win95pts] [--sizes 2000 20000 200000] [--settings 10:MCAR 30:MCAR 30:MAR]
+      [--peer-max-n 20000] [--peer-cells insurance:20000:10:MCAR ...] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import re
 import sys
 import time
 import warnings
@@ -109,6 +124,120 @@ def bn_section(quick: bool, million: bool = False) -> list[str]:
                f"{len(est.history_)}{'' if est.converged_ else ' (not converged)'} | {t_cc:.2f} | {t_em:.1f} |")
         print(row, flush=True)
         lines.append(row)
+    return lines
+
+
+def agrum_bn(gum, bn):
+    """A pyAgrum BayesNet with ``bn``'s variables, states (as strings) and arcs."""
+    g = gum.BayesNet()
+    for v in bn.domain.variables:
+        g.add(gum.LabelizedVariable(v, v, [str(s) for s in bn.domain.state_names[v]]))
+    for v in bn.domain.variables:
+        for u in bn.parents[v]:
+            g.addArc(u, v)
+    return g
+
+
+def from_agrum(g, bn):
+    """pyAgrum's CPTs as an engine BayesianNetwork on ``bn``'s domain (a tensor's ``toarray`` axes are its
+    variables last first)."""
+    from ppgm.models.bayes import BayesianNetwork
+
+    cpts = {}
+    for v in bn.domain.variables:
+        p = g.cpt(v)
+        axes = list(p.names)[::-1]
+        cpts[v] = np.transpose(p.toarray(), [axes.index(n) for n in list(bn.parents[v]) + [v]])
+    return BayesianNetwork(bn.domain, bn.parents, cpts)
+
+
+def agrum_em(gum, engine, holey: pd.DataFrame, seed: int, eps: float, max_iter: int = 200, max_time: float = 600.0) -> tuple:
+    """pyAgrum's EM on ``holey`` (missing as "?"), stopped when the log-likelihood changes by less than
+    ``eps``, at ``max_iter`` or after ``max_time`` seconds: the learned engine BN, its iterations, how it
+    stopped ("" on ``eps``, else "cap" or "time cap"), its time."""
+    frame = holey.astype(object).where(holey.notna(), "?").astype(str)
+    t0 = time.perf_counter()
+    gum.initRandom(seed)
+    learner = gum.BNLearner(frame, agrum_bn(gum, engine), ["?"])
+    learner.useSmoothingPrior(1.0)
+    learner.useEMWithDiffCriterion(eps)
+    learner.EMsetMaxIter(max_iter)
+    learner.EMsetMaxTime(max_time)
+    learned = learner.learnParameters(agrum_bn(gum, engine).dag())
+    t = time.perf_counter() - t0
+    msg = learner.EMStateMessage()
+    how = "" if "epsilon" in msg else "time cap" if "time" in msg else "cap"
+    return from_agrum(learned, engine), learner.EMnbrIterations(), how, t
+
+
+def networks_section(quick: bool, networks: list, sizes: list, settings: list, peer_max_n: int, peer_cells: list,
+                     repeats: int, peer_max_time: float = 600.0, on_row=None) -> list[str]:
+    import os
+    import statistics
+
+    try:
+        import pyagrum as gum
+        peer = f"pyAgrum {gum.__version__}"
+    except ImportError:
+        gum, peer = None, "pyAgrum (not installed)"
+    if quick:
+        sizes = [min(sizes)]
+    lines = [f"Larger trees with missing cells: complete-case, {peer}'s BNLearner EM and ppgm's MissingValuesEM "
+             "(KL to the truth; times in seconds; load: the machine's 1-minute load average before the row, 2 cores).", "",
+             "| network | N | missing | rule | complete rows | complete-case KL | pyAgrum KL | pyAgrum it. | pyAgrum s "
+             "| ppgm KL | ppgm it. | ppgm s | speed-up | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name in networks:
+        truth = load_bif_example(name)
+        engine = pa.bayes_from_pgmpy(truth)
+        edges = list(truth.edges())
+        states = {c.variable: list(c.state_names[c.variable]) for c in truth.get_cpds()}
+        order = list(engine.order)
+        for N, setting in itertools.product(sizes, settings):
+            pct, rule = setting.split(":")
+            rate = int(pct) / 100
+            load = os.getloadavg()[0]
+            rng = np.random.default_rng([SEED, N, int(pct), rule == "MAR", len(name)])
+            df = pa.sample(truth, N, seed=rng)
+            holey = with_holes(df, rate, rule, order, rng)
+            rows = holey.dropna()
+            if len(rows):
+                cc = DiscreteBayesianNetwork(edges)
+                cc.add_nodes_from(truth.nodes())
+                cc.fit(rows, estimator=DiscreteBayesianEstimator(prior_type="dirichlet", pseudo_counts=1, state_names=states))
+                kl_cc = f"{pa.kl_divergence(truth, cc):.4g}"
+            else:
+                kl_cc = "no complete row"
+            runs = []
+            while len(runs) < repeats:
+                t0 = time.perf_counter()
+                em = DiscreteBayesianNetwork(edges)
+                em.add_nodes_from(truth.nodes())
+                est = MissingValuesEM(progress=False, state_names=states)
+                em.fit(holey, estimator=est)
+                runs.append(time.perf_counter() - t0)
+                if runs[-1] > 30:
+                    break
+            t_em = statistics.median(runs)
+            kl_em = pa.kl_divergence(truth, em)
+            cell = f"{name}:{N}:{pct}:{rule}"
+            if gum is not None and (N <= peer_max_n or cell in peer_cells):
+                # ppgm stops when the objective's relative change is below tol = 1e-8; pyAgrum's rate criterion
+                # did not stop at 1e-8 (Insurance, N = 500: over 15 minutes), so it gets the same rule as an
+                # absolute change: 1e-8 of ppgm's final log-likelihood
+                learned, it_ag, how, t_ag = agrum_em(gum, engine, holey, SEED, 1e-8 * abs(est.log_likelihood_),
+                                                     max_time=peer_max_time)
+                ag = [f"{pa.kl_divergence(truth, pa.bayes_to_pgmpy(learned)):.4g}", f"{it_ag}{f' ({how})' if how else ''}",
+                      f"{t_ag:.1f}", f"{'>= ' if how == 'time cap' else ''}{t_ag / t_em:.0f}x"]
+            else:
+                ag = ["not run", "", "", ""]
+            row = (f"| {name} | {N:,} | {rate:.0%} | {rule} | {len(rows):,} | {kl_cc} | {ag[0]} | {ag[1]} | {ag[2]} | "
+                   f"{kl_em:.4g} | {len(est.history_)}{'' if est.converged_ else ' (not converged)'} | "
+                   f"{t_em:.2f}{'' if len(runs) > 1 else ' (1 run)'} | {ag[3]} | {load:.1f} |")
+            print(row, flush=True)
+            lines.append(row)
+            if on_row is not None:
+                on_row(lines)
     return lines
 
 
@@ -237,13 +366,44 @@ def mnmiss_section(quick: bool) -> list[str]:
     return lines
 
 
-def main(quick: bool, sections: list, million: bool = False) -> None:
+def merged_rows(rows: list, networks: list) -> list:
+    """This run's table rows with those already in RESULTS.md's networks section that it did not measure
+    again (a row is keyed by network, N, missing and rule), ordered by network, N and setting."""
+    from _results import RESULTS
+
+    text = RESULTS.read_text() if RESULTS.exists() else ""
+    m = re.search(r"<!-- begin missing-networks -->(.*?)<!-- end missing-networks -->", text, re.S)
+    old = [ln for ln in (m.group(1).splitlines() if m else []) if ln.startswith("| ") and not ln.startswith("| network")]
+    key = lambda ln: tuple(c.strip() for c in ln.strip("|").split("|")[:4])  # noqa: E731
+    table = {key(ln): ln for ln in old}
+    table.update({key(ln): ln for ln in rows})
+    known = list(dict.fromkeys(networks + ["insurance", "hailfinder", "win95pts"]))
+    rank = lambda k: (known.index(k[0]) if k[0] in known else len(known), k[0], int(k[1].replace(",", "")),  # noqa: E731
+                      k[3], int(k[2].rstrip("%")))
+    return [table[k] for k in sorted(table, key=rank)]
+
+
+def main(quick: bool, sections: list, million: bool = False, net_args: dict | None = None) -> None:
     head = [f"Machine: {machine()}. Seed {SEED}. KL(true || learned) in nats (exact); times in seconds, one run each, "
             "both libraries in the same process." + (" Quick grid." if quick else ""), ""]
     titles = {"bn": "## Missing values (`benchmarks/bench_missing.py`)", "latent": "### Missing values: a latent node",
+              "networks": "### Missing values: larger junction trees, against pyAgrum",
               "mn": "### Missing values: Markov networks from records", "mnmiss": "### Missing values: Markov networks with holes"}
-    for name, fn in (("bn", bn_section), ("latent", latent_section), ("mn", mn_section), ("mnmiss", mnmiss_section)):
+    for name, fn in (("bn", bn_section), ("networks", networks_section), ("latent", latent_section), ("mn", mn_section),
+                     ("mnmiss", mnmiss_section)):
         if name in sections:  # each section its own block of RESULTS.md, so that one can be re-run alone
+            if name == "networks":
+                args = dict(net_args or {})
+                merge = args.pop("merge", False)
+                note = [f"Machine: {machine()}. Seed {SEED}. KL(true || learned) in nats (exact). Rows from one or "
+                        "more runs of the section (`--merge`); each row's load says how contended the machine was.", ""]
+
+                def write(out, merge=merge, note=note, title=titles[name]):  # after every row: a stopped run keeps its rows
+                    if merge:  # rows of earlier runs kept unless this run measured them again
+                        out = out[:4] + merged_rows(out[4:], args.get("networks", []))
+                    write_section("missing-networks", "\n".join([title, ""] + note + out))
+                fn(quick, **args, on_row=write)
+                continue
             out = fn(quick, million) if name == "bn" else fn(quick)
             write_section(f"missing-{name}", "\n".join([titles[name], ""] + head + out))
 
@@ -251,7 +411,18 @@ def main(quick: bool, sections: list, million: bool = False) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--sections", nargs="+", default=["bn", "latent", "mn", "mnmiss"], choices=["bn", "latent", "mn", "mnmiss"])
-    ap.add_argument("--million", action="store_true", help="add N = 1,000,000 at 10%% missing to the ALARM grid (about 15 minutes)")
+    ap.add_argument("--sections", nargs="+", default=["bn", "networks", "latent", "mn", "mnmiss"],
+                    choices=["bn", "networks", "latent", "mn", "mnmiss"])
+    ap.add_argument("--million", action="store_true", help="add N = 1,000,000 at 10%% missing to the ALARM grid")
+    ap.add_argument("--networks", nargs="+", default=["insurance", "hailfinder", "win95pts"], help="networks section: pgmpy's bundled networks")
+    ap.add_argument("--sizes", nargs="+", type=int, default=[2_000, 20_000, 200_000], help="networks section: N")
+    ap.add_argument("--settings", nargs="+", default=["10:MCAR", "30:MCAR", "30:MAR"], help="networks section: percent:rule")
+    ap.add_argument("--peer-max-n", type=int, default=20_000, help="networks section: run pyAgrum up to this N")
+    ap.add_argument("--peer-cells", nargs="*", default=[], help="networks section: and on these rows (name:N:percent:rule)")
+    ap.add_argument("--repeats", type=int, default=3, help="networks section: ppgm runs per row (median) when under 30 s")
+    ap.add_argument("--peer-max-time", type=float, default=600.0, help="networks section: pyAgrum's time limit per row (s)")
+    ap.add_argument("--merge", action="store_true", help="networks section: keep the rows of earlier runs it does not re-measure")
     args = ap.parse_args()
-    main(args.quick, args.sections, args.million)
+    main(args.quick, args.sections, args.million,
+         dict(networks=args.networks, sizes=args.sizes, settings=args.settings, peer_max_n=args.peer_max_n,
+              peer_cells=args.peer_cells, repeats=args.repeats, merge=args.merge, peer_max_time=args.peer_max_time))

@@ -5,11 +5,16 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppgm import ConvergenceWarning, Factor, MarkovNetwork, infer
 from ppgm.models.bayes import BayesianNetwork
 from ppgm.factors.domain import Domain
-from ppgm.learners.missing import MISSING, check_partial_records, em_bayesian, em_markov, expected_tables, fit_markov_records
+from ppgm.inference.evidence import seen_counts
+from ppgm.inference.junction_tree import JunctionTree
+from ppgm.learners.missing import (MISSING, _Grouped, check_partial_records, em_bayesian, em_markov, expected_tables,
+                                   fit_markov_records)
 from ppgm.models.random_models import random_bayesian_network, third_order_chain
 from ppgm.inference.sampling import sample_bayes, sample_markov
 
@@ -23,7 +28,8 @@ def _holes(x, frac, rng):
 def _brute_expected(model, rec, scope):
     """Posterior of each record's missing cells by enumerating the joint: the independent reference."""
     dom = model.domain
-    joint = np.exp(model.joint_log_table())
+    t = model.joint_log_table()
+    joint = np.exp(t - t.max())
     joint /= joint.sum()
     out = np.zeros(dom.shape(scope))
     ll = 0.0
@@ -245,3 +251,43 @@ def test_blocks_of_records_give_the_in_memory_answer():
     a = em_markov(mn.domain, mn.scopes, y, progress=False)
     b = em_markov(mn.domain, mn.scopes, record_blocks(check_partial_records(y, mn.domain), block_rows=300), progress=False)
     assert a.log_likelihood == pytest.approx(b.log_likelihood, rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), n_vars=st.integers(2, 7), card=st.integers(2, 3), max_parents=st.integers(1, 3),
+       frac=st.floats(0.0, 0.9), markov=st.booleans())
+def test_reduced_rows_give_the_full_trees_expected_counts(seed, n_vars, card, max_parents, frac, markov):
+    # the E-step on each row's tree reduced to its missing cells against the full tree under the row's
+    # evidence mask (an independent schedule), on random networks, records and holes; a cut-down row
+    # range (range budget) sends some rows back to the full tree's log schedule
+    rng = np.random.default_rng(seed)
+    bn = random_bayesian_network(n_vars, card, max_parents=max_parents, seed=rng)
+    model = third_order_chain(n_vars, card, seed=rng) if markov else bn.to_markov()
+    x = rng.integers(0, card, size=(60, n_vars))
+    x[rng.random(x.shape) < frac] = MISSING
+    x[rng.integers(0, 60)] = MISSING  # a record with nothing observed
+    tree = JunctionTree.build(model.domain, model.scopes)
+    full = _Grouped.of(tree, x, path="tree").counts(model)
+    reduced = _Grouped.of(tree, x, path="reduced").counts(model)
+    np.testing.assert_allclose(reduced[0], full[0], rtol=1e-9, atol=1e-9)
+    assert reduced[1] == pytest.approx(full[1], rel=1e-10)
+    assert reduced[2:] == full[2:]
+
+
+def test_rows_beyond_the_scaled_range_take_the_full_trees_log_schedule():
+    # potentials whose log-range is far beyond the scaled schedule's: the reduced rows report it and are
+    # calibrated on the full tree's log schedule, with the same answer as enumeration
+    mn = third_order_chain(8, 3, seed=2)
+    wide = MarkovNetwork(mn.domain, [Factor(f.variables, f.values * 100.0) for f in mn.factors])
+    x = _holes(sample_markov(mn, 40, seed=1), 0.3, np.random.default_rng(3))
+    rec = check_partial_records(x, mn.domain)
+    tree = JunctionTree.build(mn.domain, mn.scopes)
+    g = _Grouped.of(tree, rec, path="reduced")
+    which, red = g.reduced[0]
+    exact = red.calibrate(np.concatenate([p.ravel() for p in tree._potentials(wide)]))[2]
+    # some rows leave the scaled range, among them one that sees a clique entirely (counted once only)
+    assert not exact.all() and seen_counts(tree, g.rows[which[~exact]], g.weights[which[~exact]]).sum() > 0
+    e = g.expected(wide, [("X0", "X1", "X2")])
+    ref, ll = _brute_expected(wide, rec, ("X0", "X1", "X2"))
+    np.testing.assert_allclose(e.tables[0], ref, rtol=1e-7, atol=1e-7)
+    assert e.log_likelihood == pytest.approx(ll, rel=1e-9)
