@@ -63,7 +63,7 @@ NOISY_NOTE = (
     "`fit_maxent` / `MaxEntClassifier` defaults on noisy tables (4,000 chains, 600 steps, the noisy cells' prior at 8,000 "
     "chains' Monte Carlo variance: a 200-step pilot at l2_theta = 30, the penalty chosen by a parametric bootstrap of "
     "the release, 400 more steps); *1,000 / 3,000 steps*: the same with max_iter raised; *best - default*: the best of "
-    "the three stopping times minus the default; *8,000 x 300 / 8,000 x 1,000*: the same estimator with session 26's "
+    "the three stopping times minus the default; *8,000 x 300 / 8,000 x 1,000*: the same estimator with the exact tables' "
     "default budget (8,000 chains, 300 steps) and that budget's 1,000-step run, on the same draw; *l2_theta = 30*: the "
     "penalty fixed, default budget; time / exact fit: the default's time over the same learner on the exact tables "
     "(8,000 chains x 300 steps, same process). Adult is released end to end "
@@ -180,7 +180,7 @@ def noisy(agg_exact, train, test, args):
     itself run longer, a fixed penalty, the noisy tables read as exact, and the exact-aggregate fit."""
     lines = [
         "| data | epsilon | Laplace b | exact tables | default (4,000 x 600) | l2_theta chosen | converged | time (s) | time / exact fit | "
-        "1,000 steps | 3,000 steps | best - default | 8,000 x 300 (session 26's default) | 8,000 x 1,000 | l2_theta = 30 | "
+        "1,000 steps | 3,000 steps | best - default | 8,000 x 300 (exact tables' budget) | 8,000 x 1,000 | l2_theta = 30 | "
         "noisy read as exact | Naive Bayes |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -200,7 +200,7 @@ def noisy(agg_exact, train, test, args):
             score = lambda r: nllh(yt, r.model.predict_proba(xt))
             default, t_d = _timed(lambda: fit_maxent(tables, dom, n=n, seed=0, progress=False))
             runs = {k: fit_maxent(tables, dom, n=n, seed=0, progress=False, max_iter=k) for k in args.longer}
-            # session 26's default budget, the same estimator (its noisy cells' prior at 8,000 chains either way)
+            # the exact tables' budget, the same estimator (its noisy cells' prior at 8,000 chains either way)
             before = {k: fit_maxent(tables, dom, n=n, seed=0, progress=False, n_chains=8000, max_iter=k) for k in (300, 1000)}
             fixed = fit_maxent(tables, dom, n=n, seed=0, progress=False, l2_theta=30.0)
             as_exact = fit_maxent(treat_as_exact(tables), dom, n=n, seed=0, progress=False)
