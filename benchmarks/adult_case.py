@@ -1,4 +1,4 @@
-"""The Adult case of issue #17: noisy 1-way tables and the 2-way tables of a Chow-Liu tree.
+"""The Adult case of the noisy-table learners: noisy 1-way tables and the 2-way tables of a Chow-Liu tree.
 
 14 attributes (the 13 features other than the sampling weight ``fnlwgt``, and the label ``income``); the
 five numeric ones cut at quantiles of the training rows (at most 8 bins; capital gain and loss fall into

@@ -1,4 +1,4 @@
-"""CGM-EM, the naive MLE and private-pgm (PyPI ``mbi``) on real data: the Adult case of issue #17.
+"""CGM-EM, the naive MLE and private-pgm (PyPI ``mbi``) on real data: Adult.
 
 Tables: every 1-way table of 14 Adult attributes and the 13 2-way tables of a Chow-Liu tree
 (``adult_case.py``), discrete Laplace noise at total epsilon in {0.1, 0.5, 1, 5} (L1 sensitivity 27,

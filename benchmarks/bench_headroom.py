@@ -1,4 +1,4 @@
-"""What any release-based rule could reach on `bench_regularisation.py`'s grid (issue #31): the truth as oracle.
+"""What any release-based rule could reach on `bench_regularisation.py`'s grid: the truth as oracle.
 
 For each cell and report seed (the same releases as `bench_regularisation.py`), KL(true || learned):
   naive grid      the naive MLE at weights c / N on a quarter-decade grid, c = 1 .. 10^4.5; the best of them is what a

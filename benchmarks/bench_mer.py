@@ -473,9 +473,7 @@ def units(seeds):
             err = max(err, float(np.max(np.abs(other.covariance - base.covariance * np.outer(d, d)) / np.abs(base.covariance * np.outer(d, d)).max())))
             statuses.add(other.status)
         lines.append(f"| {label} | {min(ratios):.6f}-{max(ratios):.6f} | {same}/{len(seeds)} | {err:.1e} | {', '.join(sorted(statuses))} |")
-    return "\n".join(lines) + (
-        "\n\nBefore the program was standardised (issue #22): x300 and x1000 gave s~ 150-830x too large and an empty graph "
-        "with status optimal, x0.01 and below wrong graphs flagged inaccurate, and mixed x1e3 / x1e-3 columns an error.")
+    return "\n".join(lines)
 
 
 def main(argv=None) -> None:

@@ -1,4 +1,4 @@
-"""Dependability of the noisy-table learners' regularisation (issue #31): the release-based rule
+"""Dependability of the noisy-table learners' regularisation: the release-based rule
 against the constants it replaces, on model families no default was tuned on.
 
 Families (edge tables Dirichlet(alpha), k states):

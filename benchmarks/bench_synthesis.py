@@ -1,4 +1,4 @@
-"""Select-measure-generate against OpenDP's MST (issue #34): the same privacy budget, the same public
+"""Select-measure-generate against OpenDP's MST: the same privacy budget, the same public
 domain, the same selection logic; ppgm estimates with its own learners.
 
 Data sets:
