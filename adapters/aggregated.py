@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
@@ -33,7 +34,7 @@ from ppgm.core.rng import as_generator
 
 from .archive import MAX_BYTES, read_npz, save_path
 from .dask_backend import dask_executor, frame_blocks, is_dask
-from .data import check_frame
+from .data import _text, check_frame, column_kind, per_record, state_text
 
 MISSING = "<missing>"
 
@@ -72,19 +73,23 @@ class FeatureEncoder:
     missing: bool = False
 
     @classmethod
-    def fit(cls, series, bins: int = 10, strategy: str = "uniform") -> "FeatureEncoder":
+    def fit(cls, series, bins: int = 10, strategy: str = "uniform", missing: bool | None = None) -> "FeatureEncoder":
         """The encoder of a column fit on its values (a pandas or a Dask series: for Dask only the
         summaries come back). Not for private releases, whose encodings must be public.
 
         Parameters
         ----------
         series : pandas.Series or dask Series
+            Values of one kind (numbers, booleans or text: see :mod:`ppgm.adapters.data`).
         bins : int
             Bins of a numeric column with more than ``bins`` distinct values.
         strategy : {"uniform", "quantile", "kmeans"}
             Where the bin edges go, as scikit-learn's ``KBinsDiscretizer``: equal widths over the
             observed range, equal counts (quantiles; repeated edges merged), or 1-D k-means centres'
             midpoints.
+        missing : bool, optional
+            A state for missing values: when the column has some (default), always (True) or never
+            (False: a missing value is then outside the encoding).
 
         Returns
         -------
@@ -101,7 +106,9 @@ class FeatureEncoder:
         ['a', 'b']
         """
         checks.choice(strategy, "strategy", STRATEGIES)
+        column_kind(series if not hasattr(series, "compute") else series.dropna().unique(), "df", series.name)
         values = series.dropna()
+        has_missing = bool(_computed(series.isna().any())) if missing is None else bool(missing)
         if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
             n_inf = int(_computed(np.isinf(values.astype(float)).sum()))
             if n_inf:
@@ -114,9 +121,9 @@ class FeatureEncoder:
         if strategy != "uniform" and numeric and nunique > bins:
             edges = _data_edges(values, bins, strategy)
             if edges.size >= 2:
-                return cls.numeric(str(series.name), edges.tolist(), bool(_computed(series.isna().any())))
+                return cls.numeric(str(series.name), edges.tolist(), has_missing)
         return cls.from_summary(
-            str(series.name), series.dtype, bool(_computed(series.isna().any())), bins, nunique,
+            str(series.name), series.dtype, has_missing, bins, nunique,
             lambda: (float(_computed(values.min())), float(_computed(values.max()))), lambda: pd.unique(_computed(values.unique())),
         )
 
@@ -157,7 +164,8 @@ class FeatureEncoder:
 
     @classmethod
     def categorical(cls, name: str, categories: Sequence, missing: bool = False) -> "FeatureEncoder":
-        """One state per public category (compared as text); ``missing`` adds a state for missing values.
+        """One state per public category, matched by its text (numbers written canonically: ``1.0`` is
+        ``"1"``; see :func:`ppgm.adapters.data.state_text`); ``missing`` adds a state for missing values.
 
         Parameters
         ----------
@@ -183,7 +191,8 @@ class FeatureEncoder:
         if isinstance(categories, (str, bytes)) or not isinstance(categories, (Sequence, np.ndarray, pd.Index)) or any(
                 isinstance(c, (list, tuple, dict, set, np.ndarray)) for c in categories):
             raise TypeError(f"categories[{name!r}]: expected a list of category values, got {categories!r}")
-        states = [str(c) for c in categories]
+        checks.one_kind(categories, f"categories[{name!r}]")
+        states = [_text(c) for c in categories]  # matched by text, numbers written canonically
         if not states or len(set(states)) != len(states):
             raise ValueError(f"categories[{name!r}]: expected distinct categories, got {list(categories)}")
         return cls(str(name), "categorical", states + ([MISSING] if missing else []), None, bool(missing))
@@ -222,8 +231,11 @@ class FeatureEncoder:
             states = [f"[{_fmt(a)}, {_fmt(b)})" for a, b in zip(edges[:-2], edges[1:-1])] + [f"[{_fmt(edges[-2])}, {_fmt(edges[-1])}]"]
             kind = "numeric"
         else:
-            uniq = uniques()
-            states = sorted(map(str, uniq)) if not numeric else [str(v) for v in sorted(uniq)]
+            uniq = list(uniques())
+            if checks.one_kind(uniq, f"df: column {name!r}") == "number":  # numbers in their order, written canonically
+                states = list(dict.fromkeys(_text(v) for v in sorted(uniq)))
+            else:
+                states = sorted(dict.fromkeys(_text(v) for v in uniq))
             edges, kind = None, "categorical"
         if has_missing:
             states = states + [MISSING]
@@ -248,15 +260,16 @@ class FeatureEncoder:
         miss = series.isna().to_numpy()
         codes = np.full(len(series), -1, dtype=np.int64)
         if self.kind == "numeric":
+            if column_kind(series, "df", series.name) not in (None, "number"):  # booleans or text are in no bin
+                return np.where(miss, len(self.states) - 1 if self.missing else -1, -1).astype(np.int64)
             x = pd.to_numeric(series, errors="coerce").to_numpy(float)
-            bad = ~miss & ~np.isfinite(x)  # not a number, or infinite: outside every bin (unseen, code -1)
+            bad = ~miss & ~np.isfinite(x)  # infinite: outside every bin (unseen, code -1)
             inner = np.asarray(self.edges[1:-1])
             got = np.searchsorted(inner, np.where(np.isnan(x), 0.0, x), side="right")
             codes = np.where(bad, -1, got)
         else:
             lookup = {s: i for i, s in enumerate(self.states) if s != MISSING or not self.missing}
-            keys = series.astype(object).where(~miss, None).map(lambda v: None if v is None else str(v))
-            codes = keys.map(lookup).fillna(-1).to_numpy(np.int64)
+            codes = state_text(series).map(lookup).fillna(-1).to_numpy(np.int64)
         if self.missing:
             codes = np.where(miss, len(self.states) - 1, codes)
         else:
@@ -388,7 +401,7 @@ class Aggregates:
         """
         if self.label not in df.columns:
             raise ValueError(f"df: label column {self.label!r} is missing")
-        return (df[self.label].astype(str) == str(self.positive)).to_numpy(int)
+        return (state_text(df[self.label]) == _text(self.positive)).to_numpy(int)
 
     def save(self, path) -> None:
         """Write the aggregates to an ``.npz`` file (tables, encoders and label values as JSON; no rows).
@@ -482,7 +495,7 @@ def aggregate(
     categories: Mapping | None = None,
     bounds: Mapping | None = None,
     bin_edges: Mapping | None = None,
-    missing: Sequence | bool = False,
+    missing: Sequence | bool | None = None,
     quantile_epsilon: float | None = None,
     on_unknown: str = "raise",
     positive=None,
@@ -526,9 +539,11 @@ def aggregate(
         the end bins).
     bin_edges : mapping, optional
         ``{column: [edges...]}``, public bin edges of numeric columns.
-    missing : bool or sequence of columns
-        Columns (True: all) that get a ``<missing>`` state for missing values (public encodings only;
-        encodings fit on the data add it when the column has missing values).
+    missing : bool or sequence of columns, optional
+        Which columns have a ``<missing>`` state for missing values (None, NaN, pandas NA): by default
+        the columns encoded from the data that have missing values (public encodings: none); True:
+        every column; False: none, a missing value is then refused (or its record dropped with
+        ``on_unknown="drop"``); a list: those columns.
     quantile_epsilon : float, optional
         With a mechanism: spend this much (epsilon-DP, charged and listed in ``spent``) on private
         quantile bin edges of the columns given by ``bounds``.
@@ -537,8 +552,10 @@ def aggregate(
         column and the value, or drop the record (a per-record map, which stays private).
     positive : optional
         The label value counted as 1. Without a mechanism: default ``1`` / ``True`` for 0-1 or boolean
-        labels, else the larger of the two sorted values. With a mechanism it must be declared
-        (default 1 / True only for integer or boolean label columns); every other value counts as 0.
+        labels, else the larger of the two sorted values; a value that is not one of the label's two
+        values is refused. With a mechanism it must be declared (default 1 / True only for integer or
+        boolean label columns) and is checked against the column's type only (its values are private);
+        every other value counts as 0.
     accountant : PrivacyAccountant, optional
         Charged for every part (tables, quantiles, N) at once, or for none.
     publish_n : bool, "public" or a mechanism, optional
@@ -579,9 +596,11 @@ def aggregate(
     if not distributed and len(df) == 0:
         raise ValueError("df: the DataFrame has no rows")
     features = _feature_list(df.columns, features, label)
+    spec.check_missing(features)
     positive, negative = _positive_label(df[label], label, positive, private=mechanism is not None, negative=negative)
     rng = noise_generator(seed) if mechanism is not None else as_generator(seed)
-    encoders, quantile_part = spec.encoders(features, rng, fit=lambda f: FeatureEncoder.fit(df[f], spec.bins, spec.strategy),
+    encoders, quantile_part = spec.encoders(features, rng, fit=lambda f: FeatureEncoder.fit(df[f], spec.bins, spec.strategy,
+                                                                                          spec.missing_state(f)),
                                             column=None if distributed else (lambda f: df[f]))
     agg = Aggregates(tuple(features), label, positive, encoders, [], negative=negative)
     hash_seed = int((rng or np.random.default_rng()).integers(1 << 31)) if hash_size is not None else 0
@@ -637,8 +656,27 @@ class EncodingSpec:
         return cls(int(bins), strategy, maps["categories"], maps["bounds"], maps["bin_edges"], missing, quantile_epsilon, on_unknown,
                    mechanism is not None)
 
+    def missing_state(self, f) -> bool | None:
+        """Whether column ``f`` has a missing state: True, False, or None (the default: a column
+        encoded from the data has one when it has missing values)."""
+        if self.missing is None or isinstance(self.missing, (bool, np.bool_)):
+            return None if self.missing is None else bool(self.missing)
+        return f in set(self.missing)
+
     def has_missing_state(self, f) -> bool:
-        return bool(self.missing) if isinstance(self.missing, bool) else f in set(self.missing)
+        """Whether a public encoding of ``f`` has a missing state."""
+        return bool(self.missing_state(f))
+
+    def check_missing(self, features) -> None:
+        """``missing`` is None, True / False, or a list of feature columns."""
+        m = self.missing
+        if m is None or isinstance(m, (bool, np.bool_)):
+            return
+        if isinstance(m, (str, bytes)) or not isinstance(m, (list, tuple, set, np.ndarray, pd.Index)):
+            raise TypeError(f"missing: expected True, False or a list of feature columns, got {m!r:.80}")
+        unknown = [c for c in m if c not in features]
+        if unknown:
+            raise ValueError(f"missing: {unknown} are not feature columns {list(features)}")
 
     def encoders(self, features, rng, fit, column) -> tuple[dict, dict | None]:
         """The encoder of every feature and the ledger part of private quantiles (None if none)."""
@@ -685,9 +723,13 @@ class EncodingSpec:
             return ~unknown.any(axis=1)
         j = int(np.flatnonzero(unknown.any(axis=0))[0])
         f = features[j]
-        values = pd.unique(np.asarray(df[f])[unknown[:, j]])[:5]
+        holes = int((unknown[:, j] & df[f].isna().to_numpy()).sum())
+        if holes:
+            raise ValueError(f"df: column {f!r} has {holes} missing values (None / NaN) and its encoding no state for them; "
+                             f"give them one (missing=True, or a list naming {f!r}) or pass on_unknown='drop' to drop those records")
+        values = [v.item() if isinstance(v, np.generic) else v for v in pd.unique(np.asarray(df[f], dtype=object)[unknown[:, j]])[:5]]
         raise ValueError(
-            f"df: column {f!r} has values {list(values)} outside its encoding; declare them (categories=, "
+            f"df: column {f!r} has values {values} outside its encoding; declare them (categories=, "
             "missing=) or pass on_unknown='drop' to drop those records"
         )
 
@@ -721,28 +763,49 @@ def _feature_list(columns, features, label) -> list:
 
 def _positive_label(y_col, label: str, positive, private: bool = False, negative=None) -> tuple:
     """The label value counted as 1 and the other one (see :func:`aggregate`). Without privacy the
-    label must be binary and both are read from its values; with privacy nothing is read from the
-    data (0 / 1 and False / True are the defaults of integer and boolean columns)."""
+    label must be binary, of one kind, and both are read from its values (a declared value must be
+    one of them); with privacy nothing is read from the data (0 / 1 and False / True are the
+    defaults of integer and boolean columns) and declared values are checked against the column's
+    type only."""
     if private:
+        kind = _dtype_kind(y_col.dtype)
         if positive is None:
             if not (pd.api.types.is_bool_dtype(y_col.dtype) or pd.api.types.is_integer_dtype(y_col.dtype)):
                 raise ValueError(f"positive: declare the positive value of label {label!r} for a private release "
                                  "(reading it from the data would disclose the label's values)")
             positive = True if pd.api.types.is_bool_dtype(y_col.dtype) else 1
+        for name, v in (("positive", positive), ("negative", negative)):
+            if v is not None and kind is not None and checks.value_kind(v) != kind:
+                raise ValueError(f"{name}: {v!r} is a {checks.value_kind(v)} value and label {label!r} holds {kind} values "
+                                 "(its column's type); no record would match it")
         if negative is None and isinstance(positive, (bool, np.bool_, int, np.integer)):
             negative = (not positive) if isinstance(positive, (bool, np.bool_)) else 1 - int(positive) if int(positive) in (0, 1) else None
         return _plain(positive), _plain(negative)
     has_na = y_col.isna().any()
     if bool(has_na.compute() if hasattr(has_na, "compute") else has_na):
         raise ValueError(f"label: column {label!r} has missing values")
+    column_kind(y_col, "label", label)  # 1 and "1" would be two values, counted as one
     values = [_plain(v) for v in sorted(_distinct(y_col), key=str)]
     if len(values) > 2:
         raise ValueError(f"label: expected a binary label, column {label!r} has {len(values)} values")
+    texts = [_text(v) for v in values]
     if positive is None:
-        text = set(map(str, values))
+        text = set(texts)
         positive = 1 if text <= {"0", "1"} else True if text <= {"True", "False"} else values[-1]
+    elif len(values) == 2 and _text(positive) not in texts:
+        raise ValueError(f"positive: {positive!r} is not a value of label {label!r} (its values are {values}); no record "
+                         "would count as positive")
     positive = _plain(positive)
-    others = [v for v in values if str(v) != str(positive)]
+    if negative is not None:
+        if _text(negative) == _text(positive):
+            raise ValueError(f"negative: {negative!r} is the positive value too")
+        if len(values) == 2 and _text(negative) not in texts:
+            raise ValueError(f"negative: {negative!r} is not a value of label {label!r} (its values are {values})")
+    if len(values) < 2:
+        sums = "the counts" if texts == [_text(positive)] else "0"
+        warnings.warn(f"label: column {label!r} holds a single value ({values[0]!r}): every label sum is {sums}, and a "
+                      "classifier learns nothing from them", UserWarning, stacklevel=3)
+    others = [v for v in values if _text(v) != _text(positive)]
     if negative is None and others:
         negative = others[0]
     elif negative is None and isinstance(positive, bool):
@@ -750,6 +813,17 @@ def _positive_label(y_col, label: str, positive, private: bool = False, negative
     elif negative is None and isinstance(positive, (int, float)):  # one value seen: the other is 0 (or 1)
         negative = type(positive)(0 if positive != 0 else 1)
     return positive, _plain(negative)
+
+
+def _dtype_kind(dtype) -> str | None:
+    """The kind of a column's values told by its type alone (None for object columns)."""
+    if pd.api.types.is_bool_dtype(dtype):
+        return "bool"
+    if pd.api.types.is_numeric_dtype(dtype):
+        return "number"
+    if pd.api.types.is_string_dtype(dtype) and dtype != object:
+        return "text"
+    return None
 
 
 def _distinct(col) -> list:
@@ -792,6 +866,35 @@ def _data_edges(values, bins: int, strategy: str) -> np.ndarray:
     x = np.asarray(_computed(values), dtype=float).reshape(-1, 1)
     kb = KBinsDiscretizer(n_bins=bins, encode="ordinal", strategy="kmeans", subsample=None).fit(x)
     return np.unique(kb.bin_edges_[0])
+
+
+@contextmanager
+def _as_argument(name: str):
+    """Errors about the rows that :func:`aggregate` and the encoders name ``df`` name the caller's
+    argument instead (``X`` of a classifier's fit and predictions)."""
+    try:
+        yield
+    except ValueError as err:
+        text = str(err)
+        if text.startswith("df: "):
+            raise ValueError(f"{name}: {text[4:]}") from None
+        raise
+
+
+def _warn_constant_label(aggregates: "Aggregates") -> None:
+    """Warn when exact aggregates hold one label value only (every label sum 0, or every sum its
+    count): a classifier learns nothing about the other class from them."""
+    exact = [t for t in aggregates.tables if t.noise == "none" and t.label_sums is not None]
+    if not exact or any(np.asarray(t.values).sum() <= 0 for t in exact):
+        return
+    if all(np.all(np.asarray(t.label_sums) == 0) for t in exact):
+        which = "0: no record is positive"
+    elif all(np.allclose(t.label_sums, t.values) for t in exact):
+        which = "its count: every record is positive"
+    else:
+        return
+    warnings.warn(f"X: every label sum of the aggregates is {which} ({aggregates.label!r} = {aggregates.positive!r}); "
+                  "the classifier learns nothing about the other class", UserWarning, stacklevel=3)
 
 
 class _MissingTarget(TypeError, ValueError):
@@ -993,6 +1096,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
                 raise TypeError(f"X: expected ppgm.adapters.Aggregates (from aggregate()) when y is omitted, "
                                 f"or rows X with their labels y; got {type(X).__name__}")
             aggregates = X
+            _warn_constant_label(aggregates)
         else:
             aggregates = self._aggregate_rows(X, y)
         tables = list(aggregates.tables)
@@ -1042,7 +1146,14 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         from sklearn.utils.validation import column_or_1d
 
         df = _rows(X, "X")
+        name = getattr(y, "name", None)
+        if isinstance(y, (str, bytes, Mapping)) or np.asarray(y).ndim == 0:
+            raise TypeError(f"y: expected one label per row of X, got {type(y).__name__} {y!r:.40}")
+        y = np.asarray(per_record(y, df if isinstance(X, pd.DataFrame) else None, "y"))
+        if y.ndim != 1 and y.shape[1:] != (1,):
+            raise ValueError(f"y: expected one label per row of X (a 1-D array), got shape {y.shape}")
         labels = column_or_1d(y, warn=True)
+        column_kind(pd.Series(labels), "y")  # 1 and "1" would be two classes
         if labels.shape[0] != len(df):
             raise ValueError(f"y: expected one label per row of X ({len(df)}), got {labels.shape[0]}")
         if pd.isna(pd.Series(labels)).any() or (labels.dtype.kind == "f" and not np.all(np.isfinite(labels))):
@@ -1051,12 +1162,15 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         if type_of_target(labels, input_name="y") not in ("binary", "unknown") and len(pd.unique(pd.Series(labels))) > 2:
             raise ValueError(f"y: expected a binary label, got {len(pd.unique(pd.Series(labels)))} values. "
                              "Only binary classification is supported.")
-        name = getattr(y, "name", None)
+        if len(pd.unique(pd.Series(labels))) < 2:
+            raise ValueError(f"y: only one class ({_plain(pd.unique(pd.Series(labels))[0])!r}) in the labels; a classifier needs "
+                             "both classes to learn from")
         label = name if isinstance(name, str) and name not in df.columns else "label"
         if label in df.columns:
             raise ValueError(f"X: has a column named {label!r}, the label's name here; rename it")
         framed = df.assign(**{label: labels})
-        return aggregate(framed, label=label, bins=self.bins, strategy=self.strategy)
+        with _as_argument("X"):
+            return aggregate(framed, label=label, bins=self.bins, strategy=self.strategy)
 
     def _codes(self, df) -> np.ndarray:
         if not hasattr(self, "model_"):
@@ -1064,12 +1178,13 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         if not isinstance(df, pd.DataFrame):
             df = _rows(df, "X", names=list(self.feature_names_in_))
         check_frame(df, "X")
-        codes = self.aggregates_.encode(df)
+        with _as_argument("X"):
+            codes = self.aggregates_.encode(df)
         unseen = codes < 0
         if unseen.any():
             cols = [f for f, u in zip(self.aggregates_.features, unseen.any(axis=0)) if u]
             warnings.warn(
-                f"{int(unseen.sum())} values in columns {cols} were not seen in the aggregates; "
+                f"X: {int(unseen.sum())} values in columns {cols} were not seen in the aggregates; "
                 "they contribute nothing to the prediction (their tables' terms are 0)",
                 stacklevel=3,
             )
@@ -1172,7 +1287,8 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         if y is None:
             labels = self.aggregates_.labels(X)
         else:
-            labels = (pd.Series(np.asarray(y)).astype(str) == str(self.aggregates_.positive)).to_numpy(int)
+            y = per_record(y, X if isinstance(X, pd.DataFrame) else None, "y")
+            labels = (state_text(pd.Series(np.asarray(y))) == _text(self.aggregates_.positive)).to_numpy(int)
         return nllh(labels, self.predict_proba(X)[:, self._positive_column])
 
     def to_markov_network(self) -> DiscreteMarkovNetwork:
