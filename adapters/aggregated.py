@@ -403,6 +403,219 @@ class Aggregates:
             raise ValueError(f"df: label column {self.label!r} is missing")
         return (state_text(df[self.label]) == _text(self.positive)).to_numpy(int)
 
+    @classmethod
+    def from_table(cls, table: pd.DataFrame, label_sums: str = "clicks", count: str = "count", *, label: str | None = None,
+                   positive=1, negative=0, features: Sequence | None = None, categories: Mapping | None = None,
+                   n: float | None = None, noise: str = "none", scale: float | None = None,
+                   columns: Sequence[str] = ("feature_a", "value_a", "feature_b", "value_b")) -> "Aggregates":
+        """Aggregates from a long table of pre-aggregated counts and label sums, as platforms report
+        them: one row per cell, ``feature_a, value_a, feature_b, value_b, count, clicks`` for a pair
+        of features, with ``feature_b`` and ``value_b`` empty (missing or ``""``) for a single
+        feature. Rows of the same cell are added (several days' reports sum to the period's); a
+        cell with no row counts 0. A feature's single table comes from its own rows when given, else
+        from its pairs (whose marginals must then agree: the tables are of one set of records).
+
+        Parameters
+        ----------
+        table : pandas.DataFrame
+            The long table (e.g. ``read_records(path)`` with the numbers converted, or a report
+            read by pandas).
+        label_sums : str
+            The column of label sums (the clicks: records whose label is ``positive``).
+        count : str
+            The column of record counts.
+        label : str, optional
+            The label's name, as the rows you score or predict will call it (default: ``label_sums``).
+        positive, negative
+            The label values the sums count and the other one (default 1 and 0).
+        features : list of str, optional
+            The features, in this order (default: in the order they first appear); every feature
+            of the table must be listed.
+        categories : mapping, optional
+            ``{feature: [states]}``: the states and their order (e.g. to keep a state no row
+            reports); default the values written, numbers in their order, text sorted. A value
+            written ``"<missing>"`` is the missing values' state, as :func:`aggregate` writes it.
+        n : float, optional
+            The number of records (default: the single tables' common total; withheld with noise).
+        noise : {"none", "laplace", "gaussian"}
+            The noise the counts and sums were released with, and its ``scale`` (per cell).
+        scale : float, optional
+        columns : four column names
+            The names of ``feature_a, value_a, feature_b, value_b`` in ``table``.
+
+        Returns
+        -------
+        Aggregates
+            Single tables in the features' order, then the pair tables in the features' order.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A column missing or repeated, counts that are not finite non-negative numbers, label
+            sums above their counts (exact tables), a feature paired with itself, a feature's
+            values of mixed kinds, single and pair tables that disagree, singles to derive from
+            noisy pairs.
+
+        Examples
+        --------
+        >>> report = pd.DataFrame({"feature_a": ["site", "site", "site", "site"], "value_a": ["a", "a", "b", "b"],
+        ...                        "feature_b": ["hour", "hour", "hour", "hour"], "value_b": [0, 1, 0, 1],
+        ...                        "count": [30, 10, 20, 40], "clicks": [3, 2, 1, 8]})
+        >>> agg = Aggregates.from_table(report)
+        >>> [t.variables for t in agg], agg.n, agg.tables[0].label_sums.tolist()
+        ([('site',), ('hour',), ('site', 'hour')], 100.0, [5.0, 9.0])
+        """
+        check_frame(table, "table")
+        for name, column in (("label_sums", label_sums), ("count", count)):
+            if not isinstance(column, (str, int)) or isinstance(column, bool):
+                raise TypeError(f"{name}: expected a column name, got {column!r:.80}")
+        fa, va, fb, vb = _long_columns(columns)
+        needed = [fa, va, fb, vb, count, label_sums]
+        absent = [c for c in needed if c not in table.columns]
+        if absent:
+            raise ValueError(f"table: columns {absent} are missing; it has {list(table.columns)} (name the columns with "
+                             "columns=, count= and label_sums=)")
+        if len(table) == 0:
+            raise ValueError("table: the DataFrame has no rows")
+        label = label_sums if label is None else label
+        if not isinstance(label, str):
+            raise TypeError(f"label: expected a column name (text), got {label!r:.80}")
+        noise = checks.choice(noise, "noise", ("none", "laplace", "gaussian"))
+        scale = 0.0 if noise == "none" and scale is None else checks.positive(scale, "scale") if noise != "none" else checks.non_negative(scale, "scale")
+        d = _numbers(table[count], "count", negative_ok=noise != "none")
+        c = _numbers(table[label_sums], "label_sums", negative_ok=noise != "none")
+        if noise == "none" and (c > d + 1e-9 * np.maximum(d, 1)).any():
+            i = int(np.flatnonzero(c > d + 1e-9 * np.maximum(d, 1))[0])
+            raise ValueError(f"label_sums: row {table.index[i]!r} has {c[i]:g} {label_sums!r} out of {d[i]:g} records; "
+                             "a label sum is at most its count (give noise= for noisy tables)")
+        first = _names_column(table[fa], fa, required=True)
+        second = _names_column(table[fb], fb, required=False)
+        pair = second.notna().to_numpy()
+        if (first[pair] == second[pair]).any():
+            raise ValueError(f"table: a row pairs feature {first[pair][first[pair] == second[pair]].iloc[0]!r} with itself")
+        if table[va].isna().any():
+            raise ValueError(f"{va}: {int(table[va].isna().sum())} rows have no value; write a missing value as a state "
+                             f"(e.g. {MISSING!r})")
+        blank_b = table[vb].isna().to_numpy() | (table[vb].astype(object) == "").to_numpy()
+        if (pair & blank_b).any():
+            raise ValueError(f"{vb}: {int((pair & blank_b).sum())} pair rows (with {fb}) have no value")
+        if (~pair & ~blank_b).any():
+            raise ValueError(f"{vb}: {int((~pair & ~blank_b).sum())} single rows (no {fb}) have a value")
+        seen = list(dict.fromkeys(v for a, b in zip(first, second) for v in ((a,) if b is None or b != b else (a, b))))
+        if features is None:
+            features = seen
+        else:
+            features = list(checks.names(features, "features"))
+            extra = [f for f in seen if f not in features]
+            if extra:
+                raise ValueError(f"features: the table has features {extra} that are not listed")
+            unseen = [f for f in features if f not in seen]
+            if unseen:
+                raise ValueError(f"features: {unseen} appear in no row of the table")
+        if label in features:
+            raise ValueError(f"label: {label!r} is also a feature of the table")
+        declared = checks.state_names(categories, "categories")
+        unknown = [f for f in declared if f not in features]
+        if unknown:
+            raise ValueError(f"categories: {unknown} are not features of the table")
+        values = {f: pd.concat([table[va][first == f], table[vb][pair & (second == f).to_numpy()]]) for f in features}
+        encoders = {f: _table_encoder(f, values[f], declared.get(f)) for f in features}
+        pos = {f: i for i, f in enumerate(features)}
+        singles, pairs = {}, {}
+        for (a, b), rows in pd.Series(np.arange(len(table))).groupby([first.to_numpy(), second.fillna("").to_numpy()], sort=False):
+            rows = rows.to_numpy()
+            if b == "":
+                codes = [encoders[a].encode(table[va].iloc[rows].reset_index(drop=True))]
+                scope = (a,)
+            else:
+                ca = encoders[a].encode(table[va].iloc[rows].reset_index(drop=True))
+                cb = encoders[b].encode(table[vb].iloc[rows].reset_index(drop=True))
+                scope, codes = ((a, b), [ca, cb]) if pos[a] < pos[b] else ((b, a), [cb, ca])
+            shape = tuple(len(encoders[v].states) for v in scope)
+            bad = np.flatnonzero(np.any([k < 0 for k in codes], axis=0))
+            if len(bad):
+                raise ValueError(f"categories: row {table.index[rows[bad[0]]]!r} has a value of {scope} outside the declared states")
+            flat = np.ravel_multi_index(codes, shape)
+            tab = (np.bincount(flat, d[rows], int(np.prod(shape))).reshape(shape),
+                   np.bincount(flat, c[rows], int(np.prod(shape))).reshape(shape))
+            into = singles if b == "" else pairs
+            if scope in into:  # a pair written both ways round
+                tab = (into[scope][0] + tab[0], into[scope][1] + tab[1])
+            into[scope] = tab
+        for f in features:
+            derived = [(np.asarray(t[0]).sum(axis=1 - scope.index(f)), np.asarray(t[1]).sum(axis=1 - scope.index(f)), scope)
+                       for scope, t in pairs.items() if f in scope]
+            if (f,) not in singles and noise != "none":
+                raise ValueError(f"table: no single rows for {f!r}; singles derived from noisy pairs would carry the sum of "
+                                 "the pair's noise, not the declared scale: give the singles' rows")
+            if (f,) not in singles and not derived:
+                raise ValueError(f"table: feature {f!r} has no rows")  # pragma: no cover - every feature appears in a row
+            if noise == "none":
+                ref = singles.get((f,), derived[0][:2] if derived else None)
+                for dd, cc, scope in derived:
+                    if not (np.allclose(dd, ref[0], rtol=1e-9, atol=1e-9) and np.allclose(cc, ref[1], rtol=1e-9, atol=1e-9)):
+                        raise ValueError(f"table: the counts of {f!r} summed over the pair {scope} disagree with its "
+                                         f"{'single rows' if (f,) in singles else 'other pairs'} ({dd.tolist()} against "
+                                         f"{np.asarray(ref[0]).tolist()}); exact tables count one set of records (give noise= "
+                                         "for noisy ones)")
+                singles.setdefault((f,), ref)
+        if n is None and noise == "none":
+            totals = [float(np.sum(singles[(f,)][0])) for f in features]
+            if not np.allclose(totals, totals[0], rtol=1e-9):
+                raise ValueError(f"table: the features' tables count different numbers of records {dict(zip(features, totals))}; "
+                                 "exact tables count one set of records")
+            n = totals[0]
+        elif n is not None:
+            n = checks.positive(n, "n")
+        scopes = [(f,) for f in features] + sorted(pairs, key=lambda sc: (pos[sc[0]], pos[sc[1]]))
+        tables = [Measurement(sc, (singles if len(sc) == 1 else pairs)[sc][0].astype(float), noise, scale, n,
+                              label_sums=(singles if len(sc) == 1 else pairs)[sc][1].astype(float)) for sc in scopes]
+        if positive is None or negative is None or _text(positive) == _text(negative):
+            raise ValueError(f"positive, negative: expected two different label values, got {positive!r} and {negative!r}")
+        return cls(tuple(features), label, _plain(positive), encoders, tables, n, (), False, _plain(negative))
+
+    def to_table(self, label_sums: str = "clicks", count: str = "count",
+                 columns: Sequence[str] = ("feature_a", "value_a", "feature_b", "value_b")) -> pd.DataFrame:
+        """The aggregates as a long table, one row per cell (the layout :meth:`from_table` reads):
+        ``feature_a, value_a, feature_b, value_b, count, clicks``, singles with ``feature_b`` and
+        ``value_b`` missing; states as the encoders write them (a numeric feature's bins by their
+        labels, such as ``[0, 5)``, which :meth:`from_table` reads back as categories).
+
+        Parameters
+        ----------
+        label_sums, count : str
+            Names of the label sums' and the counts' columns.
+        columns : four column names
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Raises
+        ------
+        ValueError
+            Hashed tables (their cells share buckets).
+
+        Examples
+        --------
+        >>> df = pd.DataFrame({"a": ["x", "y", "x"], "b": [1, 2, 2], "y": [1, 0, 1]})
+        >>> aggregate(df, label="y").to_table().tail(1).to_dict("records")
+        [{'feature_a': 'a', 'value_a': 'y', 'feature_b': 'b', 'value_b': '2', 'count': 1.0, 'clicks': 0.0}]
+        """
+        fa, va, fb, vb = _long_columns(columns)
+        rows = []
+        for t in self.tables:
+            if t.buckets is not None:
+                raise ValueError(f"aggregates: the table over {t.variables} is hashed; its cells share buckets and have no rows")
+            states = [self.encoders[v].states for v in t.variables]
+            cells = np.unravel_index(np.arange(np.size(t.values)), np.shape(t.values))
+            frame = {fa: t.variables[0], va: np.asarray(states[0], dtype=object)[cells[0]],
+                     fb: t.variables[1] if len(t.variables) == 2 else None,
+                     vb: np.asarray(states[1], dtype=object)[cells[1]] if len(t.variables) == 2 else None,
+                     count: np.ravel(t.values), label_sums: np.ravel(t.label_sums)}
+            rows.append(pd.DataFrame(frame))
+        return pd.concat(rows, ignore_index=True)
+
     def save(self, path) -> None:
         """Write the aggregates to an ``.npz`` file (tables, encoders and label values as JSON; no rows).
 
@@ -481,6 +694,51 @@ class Aggregates:
                        tuple(meta["spent"]), bool(meta.get("private", False)), meta.get("negative"))
         except (KeyError, TypeError, ValueError, json.JSONDecodeError) as err:
             raise ValueError(f"path: {str(path)!r} is not {what}: {err!s}") from None
+
+
+def _long_columns(columns) -> tuple:
+    """The four column names of a long table (feature_a, value_a, feature_b, value_b)."""
+    if isinstance(columns, (str, bytes)) or not isinstance(columns, (list, tuple)) or len(columns) != 4:
+        raise TypeError(f"columns: expected the names of feature_a, value_a, feature_b, value_b, got {columns!r:.80}")
+    return tuple(checks.names(list(columns), "columns"))
+
+
+def _numbers(col: pd.Series, name: str, negative_ok: bool = False) -> np.ndarray:
+    """A column of finite numbers (non-negative unless ``negative_ok``), as floats."""
+    if column_kind(col, name, col.name) not in ("number", None) or col.isna().any():
+        raise ValueError(f"{name}: column {col.name!r} must hold a number in every row (got {col.dtype} values, "
+                         f"{int(col.isna().sum())} missing); convert it, e.g. pandas.to_numeric")
+    x = col.to_numpy(dtype=float)
+    if not np.all(np.isfinite(x)) or (not negative_ok and (x < 0).any()):
+        raise ValueError(f"{name}: column {col.name!r} must hold finite{'' if negative_ok else ' non-negative'} numbers")
+    return x
+
+
+def _names_column(col: pd.Series, name: str, required: bool) -> pd.Series:
+    """Feature names of a long table's column: missing (or "") only where not ``required``."""
+    out = col.astype(object).where(col.notna() & (col.astype(object) != ""), None)
+    if required and out.isna().any():
+        raise ValueError(f"table: {int(out.isna().sum())} rows name no feature in column {name!r}")
+    return out.reset_index(drop=True).set_axis(col.index)
+
+
+def _table_encoder(f, values: pd.Series, declared: list | None) -> FeatureEncoder:
+    """The encoder of feature ``f`` of a long table: its declared states, or the values written
+    (sorted as :meth:`FeatureEncoder.from_summary` sorts them), a ``<missing>`` value as the missing
+    state."""
+    values = values.reset_index(drop=True)
+    column_kind(values[values.astype(object) != MISSING], "table", f)  # the values of one feature are of one kind
+    if declared is not None:
+        states = list(declared)
+    else:
+        states = list(pd.unique(values.dropna()))
+    has_missing = any(isinstance(v, str) and v == MISSING for v in states)
+    states = [v for v in states if not (isinstance(v, str) and v == MISSING)]
+    if declared is None:
+        enc = FeatureEncoder.from_summary(str(f), np.dtype(object), has_missing, 2, len(states), None, lambda: states)
+        return FeatureEncoder(f, "categorical", enc.states, None, has_missing)
+    enc = FeatureEncoder.categorical(f, states, has_missing)
+    return FeatureEncoder(f, "categorical", enc.states, None, has_missing)
 
 
 def aggregate(

@@ -612,3 +612,181 @@ def sample_partitions(model, n: int, npartitions: int, seed=None, codes: bool = 
     meta = decode(np.zeros((1, d), np.int64), m.domain).iloc[:0]  # the dtypes decode really produces
     return dd.from_delayed([dask.delayed(lambda k, s: decode(_engine_sample(m, k, np.random.default_rng(s)), m.domain))(int(k), s)
                             for k, s in zip(sizes, seeds)], meta=meta)
+
+
+def read_records(path, missing=None, *, columns: Sequence | None = None, sep: str = ",", encoding: str = "utf-8") -> pd.DataFrame:
+    """Records from a CSV file with every cell kept as the text written: ``TRUE`` stays ``"TRUE"``
+    (pandas reads it as a boolean), ``None`` and ``NA`` stay states (pandas reads them as missing),
+    ``01`` stays ``"01"`` and ``1.0`` stays ``"1.0"`` (pandas reads both as numbers, merging ``01``
+    with ``1``), an empty cell stays ``""``. Only the markers named in ``missing`` are read as
+    missing values.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    missing : str or list of str, optional
+        The cells, as written, that mean "no value" (e.g. ``["", "NA"]``): read as missing (None).
+        Default: none; every cell is a state.
+    columns : list of str, optional
+        The columns to read (default: all).
+    sep : str
+        The field separator.
+    encoding : str
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per record, every column of text (``str``) with missing values where ``missing``
+        says; the index 0 .. N - 1.
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    TypeError, ValueError
+        Markers that are not text, a header that repeats a column name (pandas would rename the
+        second ``A`` to ``A.1``), a column asked for that the header lacks.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "survey.csv")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("smoker,code,score\\nTRUE,01,1.0\\nNone,NA,\\n")
+    >>> read_records(path).values.tolist()
+    [['TRUE', '01', '1.0'], ['None', 'NA', '']]
+    >>> read_records(path, missing=["", "NA"])["code"].tolist()
+    ['01', None]
+    """
+    import csv
+    import os
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file path, got {type(path).__name__}")
+    if not os.path.isfile(path):
+        if os.path.isdir(path):
+            raise ValueError(f"path: {str(path)!r} is a directory, not a CSV file")
+        raise FileNotFoundError(f"path: no file {str(path)!r}")
+    markers = [missing] if isinstance(missing, str) else [] if missing is None else missing
+    if isinstance(markers, (bytes, Mapping)) or not isinstance(markers, (list, tuple, set)) or not all(isinstance(m, str) for m in markers):
+        raise TypeError(f"missing: expected a marker or a list of markers as written in the file (text), got {missing!r:.80}")
+    if not isinstance(sep, str) or len(sep) != 1:
+        raise ValueError(f"sep: expected one character, got {sep!r}")
+    import codecs
+
+    try:
+        codecs.lookup(encoding)
+    except (LookupError, TypeError, ValueError):
+        raise ValueError(f"encoding: expected the name of a text encoding such as 'utf-8', got {encoding!r:.80}") from None
+    with open(path, newline="", encoding=encoding) as fh:
+        header = next(csv.reader(fh, delimiter=sep), None)
+    if not header:
+        raise ValueError(f"path: {str(path)!r} has no header line (the first line names the columns)")
+    repeated = sorted({c for c in header if header.count(c) > 1})
+    if repeated:
+        raise ValueError(f"path: the header repeats the column names {repeated}; every column must have its own name")
+    if columns is not None:
+        columns = list(checks.names(columns, "columns"))
+        absent = [c for c in columns if c not in header]
+        if absent:
+            raise ValueError(f"columns: {absent} are not in the file's header {header}")
+    data = pd.read_csv(path, sep=sep, encoding=encoding, dtype=str, keep_default_na=False, na_filter=bool(markers),
+                       na_values=list(markers) if markers else None, usecols=columns)
+    if markers:  # pandas' missing value, as None: an object column whose values are text or nothing
+        data = data.astype(object).where(data.notna(), None)
+    return data
+
+
+def to_frame(tables, domain: Domain | None = None, value: str = "value") -> pd.DataFrame:
+    """A table, or a set of tables, as a long DataFrame: one row per cell, a column per variable
+    holding its state, and ``value``. For a pgmpy ``DiscreteFactor`` (a query's answer, a network's
+    factor, a count table), a ``TabularCPD`` (one row per child state and parent configuration: the
+    conditional probability), a released ``NoisyFactor``, or the engine's ``ppgm.Factor`` (states
+    from ``domain``, else the codes 0 .. k - 1); and for a list, tuple or dict of them,
+    ``NoisyTables`` or ``BoundedTables``, stacked with a first column ``table`` (the position, or
+    the dict's key) and a variable outside a table's scope missing (NaN) on its rows.
+
+    Parameters
+    ----------
+    tables : table, sequence or dict of tables, NoisyTables or BoundedTables
+    domain : ppgm.Domain, optional
+        The state names of engine factors.
+    value : str
+        The name of the value column (e.g. ``"count"``, ``"probability"``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Cells in the table's order (the last variable's state changing fastest).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Not a table, an empty set of tables, a value column named like a variable.
+
+    Examples
+    --------
+    >>> f = DiscreteFactor(["A", "B"], [2, 2], [0.1, 0.2, 0.3, 0.4], state_names={"A": ["no", "yes"], "B": [0, 1]})
+    >>> to_frame(f, value="p").values.tolist()
+    [['no', 0, 0.1], ['no', 1, 0.2], ['yes', 0, 0.3], ['yes', 1, 0.4]]
+    >>> to_frame({"A": f.marginalize(["B"], inplace=False)}).values.tolist()
+    [['A', 'no', 0.30000000000000004], ['A', 'yes', 0.7]]
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"value: expected a column name (text), got {value!r:.80}")
+    if domain is not None:
+        check_domain(domain)
+    if hasattr(tables, "as_factors"):  # BoundedTables
+        tables = tables.as_factors()
+    elif hasattr(tables, "factors") and hasattr(tables, "measurements"):  # NoisyTables
+        tables = list(tables.factors)
+    if _is_table(tables):
+        return _table_frame(tables, domain, value, "tables")
+    if isinstance(tables, Mapping):
+        keys, items = list(tables.keys()), list(tables.values())
+    elif isinstance(tables, (list, tuple)):
+        keys, items = list(range(len(tables))), list(tables)
+    else:
+        raise TypeError(f"tables: expected a pgmpy DiscreteFactor, a NoisyFactor, a ppgm Factor, or a list or dict of them, "
+                        f"got {type(tables).__name__}")
+    if not items:
+        raise ValueError("tables: expected at least one table")
+    frames = []
+    for k, t in zip(keys, items):
+        if not _is_table(t):
+            raise TypeError(f"tables[{k!r}]: expected a pgmpy DiscreteFactor, a NoisyFactor or a ppgm Factor, got {type(t).__name__}")
+        frames.append(_table_frame(t, domain, value, f"tables[{k!r}]"))
+    if "table" in {c for f in frames for c in f.columns}:
+        raise ValueError("tables: a variable is named 'table', the column that tells the tables apart; rename it")
+    out = pd.concat([f.assign(table=[k] * len(f)) for k, f in zip(keys, frames)], ignore_index=True)
+    order = ["table"] + list(dict.fromkeys(c for f in frames for c in f.columns if c != value)) + [value]
+    return out[order]
+
+
+def _is_table(t) -> bool:
+    return hasattr(t, "variables") and hasattr(t, "values") and not isinstance(t, (pd.DataFrame, pd.Series, Mapping))
+
+
+def _table_frame(t, domain: Domain | None, value: str, name: str) -> pd.DataFrame:
+    """One table's cells as rows (see :func:`to_frame`)."""
+    variables = list(t.variables)
+    vals = np.asarray(t.values)
+    if vals.ndim != len(variables):
+        raise ValueError(f"{name}: {len(variables)} variables but values of shape {vals.shape}")
+    if value in variables:
+        raise ValueError(f"value: {value!r} is also a variable of {name}; name the value column otherwise")
+    names = getattr(t, "state_names", None) or {}
+    cells = np.unravel_index(np.arange(vals.size), vals.shape)
+    out = {}
+    for j, v in enumerate(variables):
+        if v in names:
+            states = list(names[v])
+        elif domain is not None and v in domain.variables:
+            states = list(domain.state_names[v])
+        else:
+            states = list(range(vals.shape[j]))
+        if len(states) != vals.shape[j]:
+            raise ValueError(f"{name}: variable {v!r} has {len(states)} states but {vals.shape[j]} cells along its axis")
+        out[v] = pd.Index(states).take(cells[j]).to_numpy()
+    out[value] = vals.ravel()
+    return pd.DataFrame(out)

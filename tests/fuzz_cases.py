@@ -79,9 +79,13 @@ def world() -> dict:
     tmp = tempfile.mkdtemp(prefix="ppgm_fuzz_")
     release.save(os.path.join(tmp, "release.npz"))
     agg.save(os.path.join(tmp, "agg.npz"))
+    with open(os.path.join(tmp, "records.csv"), "w") as f:
+        f.write("flag,code,note\nTRUE,01,None\nFALSE,1,NA\n")
+    with open(os.path.join(tmp, "twice.csv"), "w") as f:
+        f.write("a,b,a\n1,2,3\n")
     return dict(asia=asia, chain=chain, onetwothree=onetwothree, df_chain=df_chain, df_asia=df_asia, df_agg=df_agg,
                 release=release, agg=agg, tmp=tmp, engine_chain=pa.to_engine(chain), engine_asia=pa.to_engine(asia), sets=sets,
-                discrete_sets=discrete_sets)
+                discrete_sets=discrete_sets, long=agg.to_table())
 
 
 def _frames(df: pd.DataFrame, column: str, empty: bool = True, dropped: bool = True, missing: bool = True) -> list:
@@ -330,6 +334,16 @@ def entries() -> list[Entry]:
                        "constant column": "a constant feature: its table is one cell, legal", ("continuous column", "a"): "numeric: binned",
                        ("continuous column", "x"): "numeric: binned"},
               also={"X": ("y",)}, per_record={"y": ("X", w["df_agg"]["y"].to_numpy())}),
+        Entry("Aggregates.from_table", pa.Aggregates.from_table, lambda: dict(table=w["long"], label="y"),
+              {"table": [None, w["long"].drop(columns="clicks"), w["long"].assign(count=-1.0), w["long"].assign(clicks=w["long"]["count"] + 1),
+                         w["long"].assign(feature_b=w["long"]["feature_a"]), w["long"].assign(value_a=None)],
+               "label_sums": ["zz", 3], "count": ["zz", None], "label": [3, "a"], "positive": [0, None], "features": [["zz"], "a", ["a"]],
+               "categories": [{"a": []}, {"zz": [1]}, {"a": ["p"]}], "n": [-1.0, NAN, "x"], "noise": ["x", None],
+               "scale": [-1.0, NAN, "1"], "columns": ["abcd", ("a", "b"), ("f", "v", "f", "v")]},
+              {"table": ("label_sums", "count", "value_a", "value_b", "categories"), "positive": ("negative",),
+               "label_sums": ("table",), "count": ("table",)},
+              columns={"table": ["count", "clicks"]},
+              accepts={"constant column": "counts may be equal", "single row": "refused as a table with features missing or legal"}),
         Entry("MaxEntClassifier.predict_proba", maxent_predict, lambda: dict(X=w["df_agg"]),  # unseen values are by design
               {"X": _frames(w["df_agg"], "a", empty=False, missing=False)},
               columns={"X": ["a", "x"]},  # the label column is not read
@@ -404,6 +418,16 @@ def entries() -> list[Entry]:
         Entry("bayes_from_pgmpy", pa.bayes_from_pgmpy, lambda: dict(model=w["asia"]), {"model": [None, "m", w["chain"], w["df_asia"]]}),
         Entry("dask_executor", pa.dask_executor, lambda: dict(client=None), {"client": ["x", 3, w["asia"]]}),
         Entry("set_progress", pa.set_progress, lambda: dict(enabled=None), {"enabled": ["yes", 1, 0.5, [True]]}),
+        Entry("read_records", pa.read_records, lambda: dict(path=os.path.join(w["tmp"], "records.csv")),
+              {"path": [None, 3, os.path.join(w["tmp"], "none.csv"), w["tmp"], os.path.join(w["tmp"], "twice.csv")],
+               "missing": [3, [None], {"NA": 1}, b"NA"], "columns": [["zz"], "flag", ["flag", "flag"]], "sep": ["", ";;", 3],
+               "encoding": ["no-such-codec", 3]}),
+        Entry("markov_network", pa.markov_network, lambda: dict(cliques=[("A", "B")], state_names={"A": [0, 1], "B": ["x", "y"]}),
+              {"cliques": [("A", "B"), [("A", "B"), ("B", "A")], [("A", "C")], "AB", [()]],
+               "state_names": [{"A": [0, 1]}, {"A": [0, 1], "B": ["x"], "C": [0]}, {"A": [0, "1"], "B": ["x", "y"]}, {"A": [], "B": [1]},
+                               ["A", "B"], None]}),
+        Entry("to_frame", pa.to_frame, lambda: dict(tables=w["chain"].get_factors()[0]),
+              {"tables": [None, "f", [], [3], {"a": 3}, w["df_chain"]], "domain": ["d", 3], "value": [3, "X0", None]}),
     ]
 
 

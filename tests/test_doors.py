@@ -247,7 +247,7 @@ def test_weights_and_ids_given_as_a_series_are_aligned_by_index(chain):
 def test_one_rule_for_the_states_of_every_entry_point(asia):
     """1 and 1.0 are one state everywhere, 1, True and "1" three kinds a column may not mix, named
     with the column at every door (RobustFilter used to fail inside pgmpy)."""
-    from pgmpy.models import DiscreteBayesianNetwork, DiscreteMarkovNetwork
+    from pgmpy.models import DiscreteBayesianNetwork
 
     rng = np.random.default_rng(0)
     n = 300
@@ -281,7 +281,8 @@ def test_one_rule_for_the_states_of_every_entry_point(asia):
             "MaxEntClassifier.fit": lambda: pa.MaxEntClassifier(n_chains=20, max_iter=2, progress=False).fit(mixed[["A", "B"]], mixed["y"]),
             "RobustFilter": lambda: DiscreteBayesianNetwork([("A", "B")]).fit(mixed[["A", "B"]], estimator=pa.RobustFilter(epsilon=0.1, progress=False)),
             "MissingValuesEM": lambda: DiscreteBayesianNetwork([("A", "B")]).fit(mixed[["A", "B"]], estimator=pa.MissingValuesEM(progress=False)),
-            "MarkovNetworkEstimator": lambda: pa.MarkovNetworkEstimator(DiscreteMarkovNetwork([("A", "B")])).estimate(mixed[["A", "B"]], progress=False),
+            "MarkovNetworkEstimator": lambda: pa.MarkovNetworkEstimator(pa.markov_network([("A", "B")], {"A": [0, 1], "B": [0, 1]})).estimate(
+                mixed[["A", "B"]], progress=False),
             "mer": lambda: pa.mer([mixed[["A", "B"]]], kind="discrete"),
         }
         for name, call in calls.items():
