@@ -106,7 +106,8 @@ class FeatureEncoder:
         ['a', 'b']
         """
         checks.choice(strategy, "strategy", STRATEGIES)
-        column_kind(series if not hasattr(series, "compute") else series.dropna().unique(), "df", series.name)
+        if not hasattr(series, "compute"):  # a Dask column's kinds are checked on its distinct values (from_summary)
+            column_kind(series, "df", series.name)
         values = series.dropna()
         has_missing = bool(_computed(series.isna().any())) if missing is None else bool(missing)
         if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
@@ -1042,8 +1043,12 @@ def _positive_label(y_col, label: str, positive, private: bool = False, negative
     has_na = y_col.isna().any()
     if bool(has_na.compute() if hasattr(has_na, "compute") else has_na):
         raise ValueError(f"label: column {label!r} has missing values")
-    column_kind(y_col, "label", label)  # 1 and "1" would be two values, counted as one
-    values = [_plain(v) for v in sorted(_distinct(y_col), key=str)]
+    distinct = _distinct(y_col)
+    if hasattr(y_col, "compute"):  # 1 and "1" would be two values, counted as one
+        checks.one_kind(distinct, f"label: column {label!r}")
+    else:
+        column_kind(y_col, "label", label)
+    values = [_plain(v) for v in sorted(distinct, key=str)]
     if len(values) > 2:
         raise ValueError(f"label: expected a binary label, column {label!r} has {len(values)} values")
     texts = [_text(v) for v in values]
