@@ -73,7 +73,8 @@ class FeatureEncoder:
     missing: bool = False
 
     @classmethod
-    def fit(cls, series, bins: int = 10, strategy: str = "uniform", missing: bool | None = None) -> "FeatureEncoder":
+    def fit(cls, series, bins: int = 10, strategy: str = "uniform", missing: bool | None = None,
+            summary: Mapping | None = None) -> "FeatureEncoder":
         """The encoder of a column fit on its values (a pandas or a Dask series: for Dask only the
         summaries come back). Not for private releases, whose encodings must be public.
 
@@ -90,6 +91,9 @@ class FeatureEncoder:
         missing : bool, optional
             A state for missing values: when the column has some (default), always (True) or never
             (False: a missing value is then outside the encoding).
+        summary : mapping, optional
+            The column's summaries computed beforehand (``_summaries``: for a Dask frame, every
+            column's in one pass over the partitions instead of one per summary).
 
         Returns
         -------
@@ -109,23 +113,22 @@ class FeatureEncoder:
         if not hasattr(series, "compute"):  # a Dask column's kinds are checked on its distinct values (from_summary)
             column_kind(series, "df", series.name)
         values = series.dropna()
-        has_missing = bool(_computed(series.isna().any())) if missing is None else bool(missing)
-        if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
-            n_inf = int(_computed(np.isinf(values.astype(float)).sum()))
-            if n_inf:
-                raise ValueError(f"df: column {series.name!r} has {n_inf} infinite values; no bin covers them (replace them, "
-                                 "or give bin_edges whose outer bins you want them in)")
-        nunique = int(_computed(values.nunique()))
-        if nunique == 0:
-            raise ValueError(f"df: column {series.name!r} has no values")
         numeric = pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype)
-        if strategy != "uniform" and numeric and nunique > bins:
+        got = dict(summary) if summary is not None else _summaries({series.name: series}, bins)[series.name]
+        has_missing = got["na"] if missing is None else bool(missing)
+        if got.get("inf"):
+            raise ValueError(f"df: column {series.name!r} has {got['inf']} infinite values; no bin covers them (replace them, "
+                             "or give bin_edges whose outer bins you want them in)")
+        if got["nunique"] == 0:
+            raise ValueError(f"df: column {series.name!r} has no values")
+        if strategy != "uniform" and numeric and got["nunique"] > bins:
             edges = _data_edges(values, bins, strategy)
             if edges.size >= 2:
                 return cls.numeric(str(series.name), edges.tolist(), has_missing)
+        uniques = got.get("uniques")
         return cls.from_summary(
-            str(series.name), series.dtype, has_missing, bins, nunique,
-            lambda: (float(_computed(values.min())), float(_computed(values.max()))), lambda: pd.unique(_computed(values.unique())),
+            str(series.name), series.dtype, has_missing, bins, got["nunique"], lambda: (got["lo"], got["hi"]),
+            lambda: pd.unique(uniques if uniques is not None else _computed(values.unique())),
         )
 
     @classmethod
@@ -276,6 +279,40 @@ class FeatureEncoder:
         else:
             codes = np.where(miss, -1, codes)
         return codes.astype(np.int64)
+
+
+def _summaries(columns: Mapping, bins: int) -> dict:
+    """What :meth:`FeatureEncoder.fit` reads of each column (``{name: series}``): missing values,
+    infinite values, distinct values, the range of numeric columns and the distinct values of the
+    columns that stay categorical. For Dask series all columns are summarised together, in two
+    passes over the partitions (the distinct values only where they are needed)."""
+    def numeric(s):
+        return pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
+
+    def distinct(v, what):  # on Dask: a tree reduction (split_out=1), not the shuffle that is its default
+        return getattr(v, what)(split_out=1) if hasattr(v, "compute") else getattr(v, what)()
+
+    lazy = {}
+    for name, s in columns.items():
+        v = s.dropna()
+        lazy[name] = {"na": s.isna().any(), "nunique": distinct(v, "nunique")}
+        if numeric(s):
+            lazy[name].update(inf=np.isinf(v.astype(float)).sum(), lo=v.min(), hi=v.max())
+    if any(hasattr(s, "compute") for s in columns.values()):
+        import dask
+
+        (lazy,) = dask.compute(lazy)
+    out = {name: {k: (bool(x) if k == "na" else int(x) if k in ("nunique", "inf") else float(x)) for k, x in d.items()}
+           for name, d in lazy.items()}
+    categorical = {name: distinct(s.dropna(), "unique") for name, s in columns.items()
+                   if hasattr(s, "compute") and not (numeric(s) and out[name]["nunique"] > bins)}
+    if categorical:
+        import dask
+
+        (categorical,) = dask.compute(categorical)
+        for name, u in categorical.items():
+            out[name]["uniques"] = np.asarray(u)
+    return out
 
 
 def _fmt(x: float) -> str:
@@ -858,8 +895,11 @@ def aggregate(
     spec.check_missing(features)
     positive, negative = _positive_label(df[label], label, positive, private=mechanism is not None, negative=negative)
     rng = noise_generator(seed) if mechanism is not None else as_generator(seed)
+    summary = {}
+    if distributed and mechanism is None:  # every column encoded from the data summarised in one pass
+        summary = _summaries({f: df[f] for f in features if not spec.public(f)}, spec.bins)
     encoders, quantile_part = spec.encoders(features, rng, fit=lambda f: FeatureEncoder.fit(df[f], spec.bins, spec.strategy,
-                                                                                          spec.missing_state(f)),
+                                                                                          spec.missing_state(f), summary.get(f)),
                                             column=None if distributed else (lambda f: df[f]))
     agg = Aggregates(tuple(features), label, positive, encoders, [], negative=negative)
     hash_seed = int((rng or np.random.default_rng()).integers(1 << 31)) if hash_size is not None else 0
@@ -921,6 +961,10 @@ class EncodingSpec:
         if self.missing is None or isinstance(self.missing, (bool, np.bool_)):
             return None if self.missing is None else bool(self.missing)
         return f in set(self.missing)
+
+    def public(self, f) -> bool:
+        """Whether column ``f`` has a public encoding (categories, bin edges or bounds)."""
+        return f in self.categories or f in self.bin_edges or f in self.bounds
 
     def has_missing_state(self, f) -> bool:
         """Whether a public encoding of ``f`` has a missing state."""
@@ -1090,7 +1134,7 @@ def _dtype_kind(dtype) -> str | None:
 
 
 def _distinct(col) -> list:
-    vals = col.dropna().unique()
+    vals = col.dropna().unique(split_out=1) if hasattr(col, "compute") else col.dropna().unique()  # Dask: no shuffle
     return list(vals.compute() if hasattr(vals, "compute") else vals)
 
 

@@ -58,7 +58,7 @@ def column_kind(values, name: str = "data", column=None, strict: bool = True) ->
     ValueError: df: column 'a' mixes kinds of values (number such as 1, text such as '1'); the states of one variable are all numbers, all booleans or all text (1, True and '1' are three different states): convert the column to one type, e.g. df['a'].astype(str)
     """
     if hasattr(values, "compute"):  # a Dask series: the distinct values come back, not the rows
-        values = values.dropna().unique().compute()
+        values = values.dropna().unique(split_out=1).compute()  # a tree reduction, not a shuffle
     s = values if isinstance(values, pd.Series) else pd.Series(values, dtype=object if not hasattr(values, "dtype") else None)
     dtype = s.dtype
     if isinstance(dtype, pd.CategoricalDtype):
@@ -95,7 +95,7 @@ def sorted_states(values, name: str = "data", column=None) -> list:
     ['a', 'b']
     """
     if hasattr(values, "compute"):  # a Dask series: the distinct values come back, not the rows
-        values = values.dropna().unique().compute()
+        values = values.dropna().unique(split_out=1).compute()  # a tree reduction, not a shuffle
     series = values if isinstance(values, pd.Series) else pd.Series(values, dtype=object if not hasattr(values, "dtype") else None)
     column_kind(series, name, column)
     vals = list(pd.unique(series.dropna()))
