@@ -15,7 +15,7 @@ with _warnings.catch_warnings():
     import pgmpy.estimators  # noqa: F401
     import tqdm.auto  # noqa: F401
 
-from .data import contingency_tables, decode, encode, infer_domain, sample, sample_partitions
+from .data import contingency_tables, decode, encode, infer_domain, read_records, sample, sample_partitions, to_frame
 from .inference import LogBeliefPropagation
 from .examples import adult_schema, dirichlet_chain_network, load_adult, load_bif_example, mobility_study
 from .metrics import kl_divergence, total_variation
@@ -33,6 +33,7 @@ from .models import (
     bayes_from_pgmpy,
     bayes_to_pgmpy,
     markov_from_pgmpy,
+    markov_network,
     markov_to_pgmpy,
     tabular_cpds,
     to_engine,
@@ -83,6 +84,9 @@ __all__ = [
     "kl_divergence",
     "markov_from_pgmpy",
     "markov_to_pgmpy",
+    "markov_network",
+    "read_records",
+    "to_frame",
     "sample",
     "tabular_cpds",
     "to_engine",

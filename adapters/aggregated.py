@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
@@ -33,7 +34,7 @@ from ppgm.core.rng import as_generator
 
 from .archive import MAX_BYTES, read_npz, save_path
 from .dask_backend import dask_executor, frame_blocks, is_dask
-from .data import check_frame
+from .data import _text, check_frame, column_kind, per_record, state_text
 
 MISSING = "<missing>"
 
@@ -72,19 +73,27 @@ class FeatureEncoder:
     missing: bool = False
 
     @classmethod
-    def fit(cls, series, bins: int = 10, strategy: str = "uniform") -> "FeatureEncoder":
+    def fit(cls, series, bins: int = 10, strategy: str = "uniform", missing: bool | None = None,
+            summary: Mapping | None = None) -> "FeatureEncoder":
         """The encoder of a column fit on its values (a pandas or a Dask series: for Dask only the
         summaries come back). Not for private releases, whose encodings must be public.
 
         Parameters
         ----------
         series : pandas.Series or dask Series
+            Values of one kind (numbers, booleans or text: see :mod:`ppgm.adapters.data`).
         bins : int
             Bins of a numeric column with more than ``bins`` distinct values.
         strategy : {"uniform", "quantile", "kmeans"}
             Where the bin edges go, as scikit-learn's ``KBinsDiscretizer``: equal widths over the
             observed range, equal counts (quantiles; repeated edges merged), or 1-D k-means centres'
             midpoints.
+        missing : bool, optional
+            A state for missing values: when the column has some (default), always (True) or never
+            (False: a missing value is then outside the encoding).
+        summary : mapping, optional
+            The column's summaries computed beforehand (``_summaries``: for a Dask frame, every
+            column's in one pass over the partitions instead of one per summary).
 
         Returns
         -------
@@ -101,23 +110,25 @@ class FeatureEncoder:
         ['a', 'b']
         """
         checks.choice(strategy, "strategy", STRATEGIES)
+        if not hasattr(series, "compute"):  # a Dask column's kinds are checked on its distinct values (from_summary)
+            column_kind(series, "df", series.name)
         values = series.dropna()
-        if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
-            n_inf = int(_computed(np.isinf(values.astype(float)).sum()))
-            if n_inf:
-                raise ValueError(f"df: column {series.name!r} has {n_inf} infinite values; no bin covers them (replace them, "
-                                 "or give bin_edges whose outer bins you want them in)")
-        nunique = int(_computed(values.nunique()))
-        if nunique == 0:
-            raise ValueError(f"df: column {series.name!r} has no values")
         numeric = pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype)
-        if strategy != "uniform" and numeric and nunique > bins:
+        got = dict(summary) if summary is not None else _summaries({series.name: series}, bins)[series.name]
+        has_missing = got["na"] if missing is None else bool(missing)
+        if got.get("inf"):
+            raise ValueError(f"df: column {series.name!r} has {got['inf']} infinite values; no bin covers them (replace them, "
+                             "or give bin_edges whose outer bins you want them in)")
+        if got["nunique"] == 0:
+            raise ValueError(f"df: column {series.name!r} has no values")
+        if strategy != "uniform" and numeric and got["nunique"] > bins:
             edges = _data_edges(values, bins, strategy)
             if edges.size >= 2:
-                return cls.numeric(str(series.name), edges.tolist(), bool(_computed(series.isna().any())))
+                return cls.numeric(str(series.name), edges.tolist(), has_missing)
+        uniques = got.get("uniques")
         return cls.from_summary(
-            str(series.name), series.dtype, bool(_computed(series.isna().any())), bins, nunique,
-            lambda: (float(_computed(values.min())), float(_computed(values.max()))), lambda: pd.unique(_computed(values.unique())),
+            str(series.name), series.dtype, has_missing, bins, got["nunique"], lambda: (got["lo"], got["hi"]),
+            lambda: pd.unique(uniques if uniques is not None else _computed(values.unique())),
         )
 
     @classmethod
@@ -157,7 +168,8 @@ class FeatureEncoder:
 
     @classmethod
     def categorical(cls, name: str, categories: Sequence, missing: bool = False) -> "FeatureEncoder":
-        """One state per public category (compared as text); ``missing`` adds a state for missing values.
+        """One state per public category, matched by its text (numbers written canonically: ``1.0`` is
+        ``"1"``; see :func:`ppgm.adapters.data.state_text`); ``missing`` adds a state for missing values.
 
         Parameters
         ----------
@@ -183,7 +195,8 @@ class FeatureEncoder:
         if isinstance(categories, (str, bytes)) or not isinstance(categories, (Sequence, np.ndarray, pd.Index)) or any(
                 isinstance(c, (list, tuple, dict, set, np.ndarray)) for c in categories):
             raise TypeError(f"categories[{name!r}]: expected a list of category values, got {categories!r}")
-        states = [str(c) for c in categories]
+        checks.one_kind(categories, f"categories[{name!r}]")
+        states = [_text(c) for c in categories]  # matched by text, numbers written canonically
         if not states or len(set(states)) != len(states):
             raise ValueError(f"categories[{name!r}]: expected distinct categories, got {list(categories)}")
         return cls(str(name), "categorical", states + ([MISSING] if missing else []), None, bool(missing))
@@ -222,8 +235,11 @@ class FeatureEncoder:
             states = [f"[{_fmt(a)}, {_fmt(b)})" for a, b in zip(edges[:-2], edges[1:-1])] + [f"[{_fmt(edges[-2])}, {_fmt(edges[-1])}]"]
             kind = "numeric"
         else:
-            uniq = uniques()
-            states = sorted(map(str, uniq)) if not numeric else [str(v) for v in sorted(uniq)]
+            uniq = list(uniques())
+            if checks.one_kind(uniq, f"df: column {name!r}") == "number":  # numbers in their order, written canonically
+                states = list(dict.fromkeys(_text(v) for v in sorted(uniq)))
+            else:
+                states = sorted(dict.fromkeys(_text(v) for v in uniq))
             edges, kind = None, "categorical"
         if has_missing:
             states = states + [MISSING]
@@ -248,20 +264,55 @@ class FeatureEncoder:
         miss = series.isna().to_numpy()
         codes = np.full(len(series), -1, dtype=np.int64)
         if self.kind == "numeric":
+            if column_kind(series, "df", series.name) not in (None, "number"):  # booleans or text are in no bin
+                return np.where(miss, len(self.states) - 1 if self.missing else -1, -1).astype(np.int64)
             x = pd.to_numeric(series, errors="coerce").to_numpy(float)
-            bad = ~miss & ~np.isfinite(x)  # not a number, or infinite: outside every bin (unseen, code -1)
+            bad = ~miss & ~np.isfinite(x)  # infinite: outside every bin (unseen, code -1)
             inner = np.asarray(self.edges[1:-1])
             got = np.searchsorted(inner, np.where(np.isnan(x), 0.0, x), side="right")
             codes = np.where(bad, -1, got)
         else:
             lookup = {s: i for i, s in enumerate(self.states) if s != MISSING or not self.missing}
-            keys = series.astype(object).where(~miss, None).map(lambda v: None if v is None else str(v))
-            codes = keys.map(lookup).fillna(-1).to_numpy(np.int64)
+            codes = state_text(series).map(lookup).fillna(-1).to_numpy(np.int64)
         if self.missing:
             codes = np.where(miss, len(self.states) - 1, codes)
         else:
             codes = np.where(miss, -1, codes)
         return codes.astype(np.int64)
+
+
+def _summaries(columns: Mapping, bins: int) -> dict:
+    """What :meth:`FeatureEncoder.fit` reads of each column (``{name: series}``): missing values,
+    infinite values, distinct values, the range of numeric columns and the distinct values of the
+    columns that stay categorical. For Dask series all columns are summarised together, in two
+    passes over the partitions (the distinct values only where they are needed)."""
+    def numeric(s):
+        return pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
+
+    def distinct(v, what):  # on Dask: a tree reduction (split_out=1), not the shuffle that is its default
+        return getattr(v, what)(split_out=1) if hasattr(v, "compute") else getattr(v, what)()
+
+    lazy = {}
+    for name, s in columns.items():
+        v = s.dropna()
+        lazy[name] = {"na": s.isna().any(), "nunique": distinct(v, "nunique")}
+        if numeric(s):
+            lazy[name].update(inf=np.isinf(v.astype(float)).sum(), lo=v.min(), hi=v.max())
+    if any(hasattr(s, "compute") for s in columns.values()):
+        import dask
+
+        (lazy,) = dask.compute(lazy)
+    out = {name: {k: (bool(x) if k == "na" else int(x) if k in ("nunique", "inf") else float(x)) for k, x in d.items()}
+           for name, d in lazy.items()}
+    categorical = {name: distinct(s.dropna(), "unique") for name, s in columns.items()
+                   if hasattr(s, "compute") and not (numeric(s) and out[name]["nunique"] > bins)}
+    if categorical:
+        import dask
+
+        (categorical,) = dask.compute(categorical)
+        for name, u in categorical.items():
+            out[name]["uniques"] = np.asarray(u)
+    return out
 
 
 def _fmt(x: float) -> str:
@@ -388,7 +439,220 @@ class Aggregates:
         """
         if self.label not in df.columns:
             raise ValueError(f"df: label column {self.label!r} is missing")
-        return (df[self.label].astype(str) == str(self.positive)).to_numpy(int)
+        return (state_text(df[self.label]) == _text(self.positive)).to_numpy(int)
+
+    @classmethod
+    def from_table(cls, table: pd.DataFrame, label_sums: str = "clicks", count: str = "count", *, label: str | None = None,
+                   positive=1, negative=0, features: Sequence | None = None, categories: Mapping | None = None,
+                   n: float | None = None, noise: str = "none", scale: float | None = None,
+                   columns: Sequence[str] = ("feature_a", "value_a", "feature_b", "value_b")) -> "Aggregates":
+        """Aggregates from a long table of pre-aggregated counts and label sums, as platforms report
+        them: one row per cell, ``feature_a, value_a, feature_b, value_b, count, clicks`` for a pair
+        of features, with ``feature_b`` and ``value_b`` empty (missing or ``""``) for a single
+        feature. Rows of the same cell are added (several days' reports sum to the period's); a
+        cell with no row counts 0. A feature's single table comes from its own rows when given, else
+        from its pairs (whose marginals must then agree: the tables are of one set of records).
+
+        Parameters
+        ----------
+        table : pandas.DataFrame
+            The long table (e.g. ``read_records(path)`` with the numbers converted, or a report
+            read by pandas).
+        label_sums : str
+            The column of label sums (the clicks: records whose label is ``positive``).
+        count : str
+            The column of record counts.
+        label : str, optional
+            The label's name, as the rows you score or predict will call it (default: ``label_sums``).
+        positive, negative
+            The label values the sums count and the other one (default 1 and 0).
+        features : list of str, optional
+            The features, in this order (default: in the order they first appear); every feature
+            of the table must be listed.
+        categories : mapping, optional
+            ``{feature: [states]}``: the states and their order (e.g. to keep a state no row
+            reports); default the values written, numbers in their order, text sorted. A value
+            written ``"<missing>"`` is the missing values' state, as :func:`aggregate` writes it.
+        n : float, optional
+            The number of records (default: the single tables' common total; withheld with noise).
+        noise : {"none", "laplace", "gaussian"}
+            The noise the counts and sums were released with, and its ``scale`` (per cell).
+        scale : float, optional
+        columns : four column names
+            The names of ``feature_a, value_a, feature_b, value_b`` in ``table``.
+
+        Returns
+        -------
+        Aggregates
+            Single tables in the features' order, then the pair tables in the features' order.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A column missing or repeated, counts that are not finite non-negative numbers, label
+            sums above their counts (exact tables), a feature paired with itself, a feature's
+            values of mixed kinds, single and pair tables that disagree, singles to derive from
+            noisy pairs.
+
+        Examples
+        --------
+        >>> report = pd.DataFrame({"feature_a": ["site", "site", "site", "site"], "value_a": ["a", "a", "b", "b"],
+        ...                        "feature_b": ["hour", "hour", "hour", "hour"], "value_b": [0, 1, 0, 1],
+        ...                        "count": [30, 10, 20, 40], "clicks": [3, 2, 1, 8]})
+        >>> agg = Aggregates.from_table(report)
+        >>> [t.variables for t in agg], agg.n, agg.tables[0].label_sums.tolist()
+        ([('site',), ('hour',), ('site', 'hour')], 100.0, [5.0, 9.0])
+        """
+        check_frame(table, "table")
+        for name, column in (("label_sums", label_sums), ("count", count)):
+            if not isinstance(column, (str, int)) or isinstance(column, bool):
+                raise TypeError(f"{name}: expected a column name, got {column!r:.80}")
+        fa, va, fb, vb = _long_columns(columns)
+        needed = [fa, va, fb, vb, count, label_sums]
+        absent = [c for c in needed if c not in table.columns]
+        if absent:
+            raise ValueError(f"table: columns {absent} are missing; it has {list(table.columns)} (name the columns with "
+                             "columns=, count= and label_sums=)")
+        if len(table) == 0:
+            raise ValueError("table: the DataFrame has no rows")
+        label = label_sums if label is None else label
+        if not isinstance(label, str):
+            raise TypeError(f"label: expected a column name (text), got {label!r:.80}")
+        noise = checks.choice(noise, "noise", ("none", "laplace", "gaussian"))
+        scale = 0.0 if noise == "none" and scale is None else checks.positive(scale, "scale") if noise != "none" else checks.non_negative(scale, "scale")
+        d = _numbers(table[count], "count", negative_ok=noise != "none")
+        c = _numbers(table[label_sums], "label_sums", negative_ok=noise != "none")
+        if noise == "none" and (c > d + 1e-9 * np.maximum(d, 1)).any():
+            i = int(np.flatnonzero(c > d + 1e-9 * np.maximum(d, 1))[0])
+            raise ValueError(f"label_sums: row {table.index[i]!r} has {c[i]:g} {label_sums!r} out of {d[i]:g} records; "
+                             "a label sum is at most its count (give noise= for noisy tables)")
+        first = _names_column(table[fa], fa, required=True)
+        second = _names_column(table[fb], fb, required=False)
+        pair = second.notna().to_numpy()
+        if (first[pair] == second[pair]).any():
+            raise ValueError(f"table: a row pairs feature {first[pair][first[pair] == second[pair]].iloc[0]!r} with itself")
+        if table[va].isna().any():
+            raise ValueError(f"{va}: {int(table[va].isna().sum())} rows have no value; write a missing value as a state "
+                             f"(e.g. {MISSING!r})")
+        blank_b = table[vb].isna().to_numpy() | (table[vb].astype(object) == "").to_numpy()
+        if (pair & blank_b).any():
+            raise ValueError(f"{vb}: {int((pair & blank_b).sum())} pair rows (with {fb}) have no value")
+        if (~pair & ~blank_b).any():
+            raise ValueError(f"{vb}: {int((~pair & ~blank_b).sum())} single rows (no {fb}) have a value")
+        seen = list(dict.fromkeys(v for a, b in zip(first, second) for v in ((a,) if b is None or b != b else (a, b))))
+        if features is None:
+            features = seen
+        else:
+            features = list(checks.names(features, "features"))
+            extra = [f for f in seen if f not in features]
+            if extra:
+                raise ValueError(f"features: the table has features {extra} that are not listed")
+            unseen = [f for f in features if f not in seen]
+            if unseen:
+                raise ValueError(f"features: {unseen} appear in no row of the table")
+        if label in features:
+            raise ValueError(f"label: {label!r} is also a feature of the table")
+        declared = checks.state_names(categories, "categories")
+        unknown = [f for f in declared if f not in features]
+        if unknown:
+            raise ValueError(f"categories: {unknown} are not features of the table")
+        values = {f: pd.concat([table[va][first == f], table[vb][pair & (second == f).to_numpy()]]) for f in features}
+        encoders = {f: _table_encoder(f, values[f], declared.get(f)) for f in features}
+        pos = {f: i for i, f in enumerate(features)}
+        singles, pairs = {}, {}
+        for (a, b), rows in pd.Series(np.arange(len(table))).groupby([first.to_numpy(), second.fillna("").to_numpy()], sort=False):
+            rows = rows.to_numpy()
+            if b == "":
+                codes = [encoders[a].encode(table[va].iloc[rows].reset_index(drop=True))]
+                scope = (a,)
+            else:
+                ca = encoders[a].encode(table[va].iloc[rows].reset_index(drop=True))
+                cb = encoders[b].encode(table[vb].iloc[rows].reset_index(drop=True))
+                scope, codes = ((a, b), [ca, cb]) if pos[a] < pos[b] else ((b, a), [cb, ca])
+            shape = tuple(len(encoders[v].states) for v in scope)
+            bad = np.flatnonzero(np.any([k < 0 for k in codes], axis=0))
+            if len(bad):
+                raise ValueError(f"categories: row {table.index[rows[bad[0]]]!r} has a value of {scope} outside the declared states")
+            flat = np.ravel_multi_index(codes, shape)
+            tab = (np.bincount(flat, d[rows], int(np.prod(shape))).reshape(shape),
+                   np.bincount(flat, c[rows], int(np.prod(shape))).reshape(shape))
+            into = singles if b == "" else pairs
+            if scope in into:  # a pair written both ways round
+                tab = (into[scope][0] + tab[0], into[scope][1] + tab[1])
+            into[scope] = tab
+        for f in features:
+            derived = [(np.asarray(t[0]).sum(axis=1 - scope.index(f)), np.asarray(t[1]).sum(axis=1 - scope.index(f)), scope)
+                       for scope, t in pairs.items() if f in scope]
+            if (f,) not in singles and noise != "none":
+                raise ValueError(f"table: no single rows for {f!r}; singles derived from noisy pairs would carry the sum of "
+                                 "the pair's noise, not the declared scale: give the singles' rows")
+            if (f,) not in singles and not derived:
+                raise ValueError(f"table: feature {f!r} has no rows")  # pragma: no cover - every feature appears in a row
+            if noise == "none":
+                ref = singles.get((f,), derived[0][:2] if derived else None)
+                for dd, cc, scope in derived:
+                    if not (np.allclose(dd, ref[0], rtol=1e-9, atol=1e-9) and np.allclose(cc, ref[1], rtol=1e-9, atol=1e-9)):
+                        raise ValueError(f"table: the counts of {f!r} summed over the pair {scope} disagree with its "
+                                         f"{'single rows' if (f,) in singles else 'other pairs'} ({dd.tolist()} against "
+                                         f"{np.asarray(ref[0]).tolist()}); exact tables count one set of records (give noise= "
+                                         "for noisy ones)")
+                singles.setdefault((f,), ref)
+        if n is None and noise == "none":
+            totals = [float(np.sum(singles[(f,)][0])) for f in features]
+            if not np.allclose(totals, totals[0], rtol=1e-9):
+                raise ValueError(f"table: the features' tables count different numbers of records {dict(zip(features, totals))}; "
+                                 "exact tables count one set of records")
+            n = totals[0]
+        elif n is not None:
+            n = checks.positive(n, "n")
+        scopes = [(f,) for f in features] + sorted(pairs, key=lambda sc: (pos[sc[0]], pos[sc[1]]))
+        tables = [Measurement(sc, (singles if len(sc) == 1 else pairs)[sc][0].astype(float), noise, scale, n,
+                              label_sums=(singles if len(sc) == 1 else pairs)[sc][1].astype(float)) for sc in scopes]
+        if positive is None or negative is None or _text(positive) == _text(negative):
+            raise ValueError(f"positive, negative: expected two different label values, got {positive!r} and {negative!r}")
+        return cls(tuple(features), label, _plain(positive), encoders, tables, n, (), False, _plain(negative))
+
+    def to_table(self, label_sums: str = "clicks", count: str = "count",
+                 columns: Sequence[str] = ("feature_a", "value_a", "feature_b", "value_b")) -> pd.DataFrame:
+        """The aggregates as a long table, one row per cell (the layout :meth:`from_table` reads):
+        ``feature_a, value_a, feature_b, value_b, count, clicks``, singles with ``feature_b`` and
+        ``value_b`` missing; states as the encoders write them (a numeric feature's bins by their
+        labels, such as ``[0, 5)``, which :meth:`from_table` reads back as categories).
+
+        Parameters
+        ----------
+        label_sums, count : str
+            Names of the label sums' and the counts' columns.
+        columns : four column names
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Raises
+        ------
+        ValueError
+            Hashed tables (their cells share buckets).
+
+        Examples
+        --------
+        >>> df = pd.DataFrame({"a": ["x", "y", "x"], "b": [1, 2, 2], "y": [1, 0, 1]})
+        >>> aggregate(df, label="y").to_table().tail(1).to_dict("records")
+        [{'feature_a': 'a', 'value_a': 'y', 'feature_b': 'b', 'value_b': '2', 'count': 1.0, 'clicks': 0.0}]
+        """
+        fa, va, fb, vb = _long_columns(columns)
+        rows = []
+        for t in self.tables:
+            if t.buckets is not None:
+                raise ValueError(f"aggregates: the table over {t.variables} is hashed; its cells share buckets and have no rows")
+            states = [self.encoders[v].states for v in t.variables]
+            cells = np.unravel_index(np.arange(np.size(t.values)), np.shape(t.values))
+            frame = {fa: t.variables[0], va: np.asarray(states[0], dtype=object)[cells[0]],
+                     fb: t.variables[1] if len(t.variables) == 2 else None,
+                     vb: np.asarray(states[1], dtype=object)[cells[1]] if len(t.variables) == 2 else None,
+                     count: np.ravel(t.values), label_sums: np.ravel(t.label_sums)}
+            rows.append(pd.DataFrame(frame))
+        return pd.concat(rows, ignore_index=True)
 
     def save(self, path) -> None:
         """Write the aggregates to an ``.npz`` file (tables, encoders and label values as JSON; no rows).
@@ -470,6 +734,51 @@ class Aggregates:
             raise ValueError(f"path: {str(path)!r} is not {what}: {err!s}") from None
 
 
+def _long_columns(columns) -> tuple:
+    """The four column names of a long table (feature_a, value_a, feature_b, value_b)."""
+    if isinstance(columns, (str, bytes)) or not isinstance(columns, (list, tuple)) or len(columns) != 4:
+        raise TypeError(f"columns: expected the names of feature_a, value_a, feature_b, value_b, got {columns!r:.80}")
+    return tuple(checks.names(list(columns), "columns"))
+
+
+def _numbers(col: pd.Series, name: str, negative_ok: bool = False) -> np.ndarray:
+    """A column of finite numbers (non-negative unless ``negative_ok``), as floats."""
+    if column_kind(col, name, col.name) not in ("number", None) or col.isna().any():
+        raise ValueError(f"{name}: column {col.name!r} must hold a number in every row (got {col.dtype} values, "
+                         f"{int(col.isna().sum())} missing); convert it, e.g. pandas.to_numeric")
+    x = col.to_numpy(dtype=float)
+    if not np.all(np.isfinite(x)) or (not negative_ok and (x < 0).any()):
+        raise ValueError(f"{name}: column {col.name!r} must hold finite{'' if negative_ok else ' non-negative'} numbers")
+    return x
+
+
+def _names_column(col: pd.Series, name: str, required: bool) -> pd.Series:
+    """Feature names of a long table's column: missing (or "") only where not ``required``."""
+    out = col.astype(object).where(col.notna() & (col.astype(object) != ""), None)
+    if required and out.isna().any():
+        raise ValueError(f"table: {int(out.isna().sum())} rows name no feature in column {name!r}")
+    return out.reset_index(drop=True).set_axis(col.index)
+
+
+def _table_encoder(f, values: pd.Series, declared: list | None) -> FeatureEncoder:
+    """The encoder of feature ``f`` of a long table: its declared states, or the values written
+    (sorted as :meth:`FeatureEncoder.from_summary` sorts them), a ``<missing>`` value as the missing
+    state."""
+    values = values.reset_index(drop=True)
+    column_kind(values[values.astype(object) != MISSING], "table", f)  # the values of one feature are of one kind
+    if declared is not None:
+        states = list(declared)
+    else:
+        states = list(pd.unique(values.dropna()))
+    has_missing = any(isinstance(v, str) and v == MISSING for v in states)
+    states = [v for v in states if not (isinstance(v, str) and v == MISSING)]
+    if declared is None:
+        enc = FeatureEncoder.from_summary(str(f), np.dtype(object), has_missing, 2, len(states), None, lambda: states)
+        return FeatureEncoder(f, "categorical", enc.states, None, has_missing)
+    enc = FeatureEncoder.categorical(f, states, has_missing)
+    return FeatureEncoder(f, "categorical", enc.states, None, has_missing)
+
+
 def aggregate(
     df: pd.DataFrame,
     features: Sequence | None = None,
@@ -482,7 +791,7 @@ def aggregate(
     categories: Mapping | None = None,
     bounds: Mapping | None = None,
     bin_edges: Mapping | None = None,
-    missing: Sequence | bool = False,
+    missing: Sequence | bool | None = None,
     quantile_epsilon: float | None = None,
     on_unknown: str = "raise",
     positive=None,
@@ -526,9 +835,11 @@ def aggregate(
         the end bins).
     bin_edges : mapping, optional
         ``{column: [edges...]}``, public bin edges of numeric columns.
-    missing : bool or sequence of columns
-        Columns (True: all) that get a ``<missing>`` state for missing values (public encodings only;
-        encodings fit on the data add it when the column has missing values).
+    missing : bool or sequence of columns, optional
+        Which columns have a ``<missing>`` state for missing values (None, NaN, pandas NA): by default
+        the columns encoded from the data that have missing values (public encodings: none); True:
+        every column; False: none, a missing value is then refused (or its record dropped with
+        ``on_unknown="drop"``); a list: those columns.
     quantile_epsilon : float, optional
         With a mechanism: spend this much (epsilon-DP, charged and listed in ``spent``) on private
         quantile bin edges of the columns given by ``bounds``.
@@ -537,8 +848,10 @@ def aggregate(
         column and the value, or drop the record (a per-record map, which stays private).
     positive : optional
         The label value counted as 1. Without a mechanism: default ``1`` / ``True`` for 0-1 or boolean
-        labels, else the larger of the two sorted values. With a mechanism it must be declared
-        (default 1 / True only for integer or boolean label columns); every other value counts as 0.
+        labels, else the larger of the two sorted values; a value that is not one of the label's two
+        values is refused. With a mechanism it must be declared (default 1 / True only for integer or
+        boolean label columns) and is checked against the column's type only (its values are private);
+        every other value counts as 0.
     accountant : PrivacyAccountant, optional
         Charged for every part (tables, quantiles, N) at once, or for none.
     publish_n : bool, "public" or a mechanism, optional
@@ -579,9 +892,14 @@ def aggregate(
     if not distributed and len(df) == 0:
         raise ValueError("df: the DataFrame has no rows")
     features = _feature_list(df.columns, features, label)
+    spec.check_missing(features)
     positive, negative = _positive_label(df[label], label, positive, private=mechanism is not None, negative=negative)
     rng = noise_generator(seed) if mechanism is not None else as_generator(seed)
-    encoders, quantile_part = spec.encoders(features, rng, fit=lambda f: FeatureEncoder.fit(df[f], spec.bins, spec.strategy),
+    summary = {}
+    if distributed and mechanism is None:  # every column encoded from the data summarised in one pass
+        summary = _summaries({f: df[f] for f in features if not spec.public(f)}, spec.bins)
+    encoders, quantile_part = spec.encoders(features, rng, fit=lambda f: FeatureEncoder.fit(df[f], spec.bins, spec.strategy,
+                                                                                          spec.missing_state(f), summary.get(f)),
                                             column=None if distributed else (lambda f: df[f]))
     agg = Aggregates(tuple(features), label, positive, encoders, [], negative=negative)
     hash_seed = int((rng or np.random.default_rng()).integers(1 << 31)) if hash_size is not None else 0
@@ -637,8 +955,31 @@ class EncodingSpec:
         return cls(int(bins), strategy, maps["categories"], maps["bounds"], maps["bin_edges"], missing, quantile_epsilon, on_unknown,
                    mechanism is not None)
 
+    def missing_state(self, f) -> bool | None:
+        """Whether column ``f`` has a missing state: True, False, or None (the default: a column
+        encoded from the data has one when it has missing values)."""
+        if self.missing is None or isinstance(self.missing, (bool, np.bool_)):
+            return None if self.missing is None else bool(self.missing)
+        return f in set(self.missing)
+
+    def public(self, f) -> bool:
+        """Whether column ``f`` has a public encoding (categories, bin edges or bounds)."""
+        return f in self.categories or f in self.bin_edges or f in self.bounds
+
     def has_missing_state(self, f) -> bool:
-        return bool(self.missing) if isinstance(self.missing, bool) else f in set(self.missing)
+        """Whether a public encoding of ``f`` has a missing state."""
+        return bool(self.missing_state(f))
+
+    def check_missing(self, features) -> None:
+        """``missing`` is None, True / False, or a list of feature columns."""
+        m = self.missing
+        if m is None or isinstance(m, (bool, np.bool_)):
+            return
+        if isinstance(m, (str, bytes)) or not isinstance(m, (list, tuple, set, np.ndarray, pd.Index)):
+            raise TypeError(f"missing: expected True, False or a list of feature columns, got {m!r:.80}")
+        unknown = [c for c in m if c not in features]
+        if unknown:
+            raise ValueError(f"missing: {unknown} are not feature columns {list(features)}")
 
     def encoders(self, features, rng, fit, column) -> tuple[dict, dict | None]:
         """The encoder of every feature and the ledger part of private quantiles (None if none)."""
@@ -685,9 +1026,13 @@ class EncodingSpec:
             return ~unknown.any(axis=1)
         j = int(np.flatnonzero(unknown.any(axis=0))[0])
         f = features[j]
-        values = pd.unique(np.asarray(df[f])[unknown[:, j]])[:5]
+        holes = int((unknown[:, j] & df[f].isna().to_numpy()).sum())
+        if holes:
+            raise ValueError(f"df: column {f!r} has {holes} missing values (None / NaN) and its encoding no state for them; "
+                             f"give them one (missing=True, or a list naming {f!r}) or pass on_unknown='drop' to drop those records")
+        values = [v.item() if isinstance(v, np.generic) else v for v in pd.unique(np.asarray(df[f], dtype=object)[unknown[:, j]])[:5]]
         raise ValueError(
-            f"df: column {f!r} has values {list(values)} outside its encoding; declare them (categories=, "
+            f"df: column {f!r} has values {values} outside its encoding; declare them (categories=, "
             "missing=) or pass on_unknown='drop' to drop those records"
         )
 
@@ -721,28 +1066,53 @@ def _feature_list(columns, features, label) -> list:
 
 def _positive_label(y_col, label: str, positive, private: bool = False, negative=None) -> tuple:
     """The label value counted as 1 and the other one (see :func:`aggregate`). Without privacy the
-    label must be binary and both are read from its values; with privacy nothing is read from the
-    data (0 / 1 and False / True are the defaults of integer and boolean columns)."""
+    label must be binary, of one kind, and both are read from its values (a declared value must be
+    one of them); with privacy nothing is read from the data (0 / 1 and False / True are the
+    defaults of integer and boolean columns) and declared values are checked against the column's
+    type only."""
     if private:
+        kind = _dtype_kind(y_col.dtype)
         if positive is None:
             if not (pd.api.types.is_bool_dtype(y_col.dtype) or pd.api.types.is_integer_dtype(y_col.dtype)):
                 raise ValueError(f"positive: declare the positive value of label {label!r} for a private release "
                                  "(reading it from the data would disclose the label's values)")
             positive = True if pd.api.types.is_bool_dtype(y_col.dtype) else 1
+        for name, v in (("positive", positive), ("negative", negative)):
+            if v is not None and kind is not None and checks.value_kind(v) != kind:
+                raise ValueError(f"{name}: {v!r} is a {checks.value_kind(v)} value and label {label!r} holds {kind} values "
+                                 "(its column's type); no record would match it")
         if negative is None and isinstance(positive, (bool, np.bool_, int, np.integer)):
             negative = (not positive) if isinstance(positive, (bool, np.bool_)) else 1 - int(positive) if int(positive) in (0, 1) else None
         return _plain(positive), _plain(negative)
     has_na = y_col.isna().any()
     if bool(has_na.compute() if hasattr(has_na, "compute") else has_na):
         raise ValueError(f"label: column {label!r} has missing values")
-    values = [_plain(v) for v in sorted(_distinct(y_col), key=str)]
+    distinct = _distinct(y_col)
+    if hasattr(y_col, "compute"):  # 1 and "1" would be two values, counted as one
+        checks.one_kind(distinct, f"label: column {label!r}")
+    else:
+        column_kind(y_col, "label", label)
+    values = [_plain(v) for v in sorted(distinct, key=str)]
     if len(values) > 2:
         raise ValueError(f"label: expected a binary label, column {label!r} has {len(values)} values")
+    texts = [_text(v) for v in values]
     if positive is None:
-        text = set(map(str, values))
+        text = set(texts)
         positive = 1 if text <= {"0", "1"} else True if text <= {"True", "False"} else values[-1]
+    elif len(values) == 2 and _text(positive) not in texts:
+        raise ValueError(f"positive: {positive!r} is not a value of label {label!r} (its values are {values}); no record "
+                         "would count as positive")
     positive = _plain(positive)
-    others = [v for v in values if str(v) != str(positive)]
+    if negative is not None:
+        if _text(negative) == _text(positive):
+            raise ValueError(f"negative: {negative!r} is the positive value too")
+        if len(values) == 2 and _text(negative) not in texts:
+            raise ValueError(f"negative: {negative!r} is not a value of label {label!r} (its values are {values})")
+    if len(values) < 2:
+        sums = "the counts" if texts == [_text(positive)] else "0"
+        warnings.warn(f"label: column {label!r} holds a single value ({values[0]!r}): every label sum is {sums}, and a "
+                      "classifier learns nothing from them", UserWarning, stacklevel=3)
+    others = [v for v in values if _text(v) != _text(positive)]
     if negative is None and others:
         negative = others[0]
     elif negative is None and isinstance(positive, bool):
@@ -752,8 +1122,19 @@ def _positive_label(y_col, label: str, positive, private: bool = False, negative
     return positive, _plain(negative)
 
 
+def _dtype_kind(dtype) -> str | None:
+    """The kind of a column's values told by its type alone (None for object columns)."""
+    if pd.api.types.is_bool_dtype(dtype):
+        return "bool"
+    if pd.api.types.is_numeric_dtype(dtype):
+        return "number"
+    if pd.api.types.is_string_dtype(dtype) and dtype != object:
+        return "text"
+    return None
+
+
 def _distinct(col) -> list:
-    vals = col.dropna().unique()
+    vals = col.dropna().unique(split_out=1) if hasattr(col, "compute") else col.dropna().unique()  # Dask: no shuffle
     return list(vals.compute() if hasattr(vals, "compute") else vals)
 
 
@@ -792,6 +1173,35 @@ def _data_edges(values, bins: int, strategy: str) -> np.ndarray:
     x = np.asarray(_computed(values), dtype=float).reshape(-1, 1)
     kb = KBinsDiscretizer(n_bins=bins, encode="ordinal", strategy="kmeans", subsample=None).fit(x)
     return np.unique(kb.bin_edges_[0])
+
+
+@contextmanager
+def _as_argument(name: str):
+    """Errors about the rows that :func:`aggregate` and the encoders name ``df`` name the caller's
+    argument instead (``X`` of a classifier's fit and predictions)."""
+    try:
+        yield
+    except ValueError as err:
+        text = str(err)
+        if text.startswith("df: "):
+            raise ValueError(f"{name}: {text[4:]}") from None
+        raise
+
+
+def _warn_constant_label(aggregates: "Aggregates") -> None:
+    """Warn when exact aggregates hold one label value only (every label sum 0, or every sum its
+    count): a classifier learns nothing about the other class from them."""
+    exact = [t for t in aggregates.tables if t.noise == "none" and t.label_sums is not None]
+    if not exact or any(np.asarray(t.values).sum() <= 0 for t in exact):
+        return
+    if all(np.all(np.asarray(t.label_sums) == 0) for t in exact):
+        which = "0: no record is positive"
+    elif all(np.allclose(t.label_sums, t.values) for t in exact):
+        which = "its count: every record is positive"
+    else:
+        return
+    warnings.warn(f"X: every label sum of the aggregates is {which} ({aggregates.label!r} = {aggregates.positive!r}); "
+                  "the classifier learns nothing about the other class", UserWarning, stacklevel=3)
 
 
 class _MissingTarget(TypeError, ValueError):
@@ -994,6 +1404,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
                 raise TypeError(f"X: expected ppgm.adapters.Aggregates (from aggregate()) when y is omitted, "
                                 f"or rows X with their labels y; got {type(X).__name__}")
             aggregates = X
+            _warn_constant_label(aggregates)
         else:
             aggregates = self._aggregate_rows(X, y)
         tables = list(aggregates.tables)
@@ -1043,7 +1454,14 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         from sklearn.utils.validation import column_or_1d
 
         df = _rows(X, "X")
+        name = getattr(y, "name", None)
+        if isinstance(y, (str, bytes, Mapping)) or np.asarray(y).ndim == 0:
+            raise TypeError(f"y: expected one label per row of X, got {type(y).__name__} {y!r:.40}")
+        y = np.asarray(per_record(y, df if isinstance(X, pd.DataFrame) else None, "y"))
+        if y.ndim != 1 and y.shape[1:] != (1,):
+            raise ValueError(f"y: expected one label per row of X (a 1-D array), got shape {y.shape}")
         labels = column_or_1d(y, warn=True)
+        column_kind(pd.Series(labels), "y")  # 1 and "1" would be two classes
         if labels.shape[0] != len(df):
             raise ValueError(f"y: expected one label per row of X ({len(df)}), got {labels.shape[0]}")
         if pd.isna(pd.Series(labels)).any() or (labels.dtype.kind == "f" and not np.all(np.isfinite(labels))):
@@ -1052,12 +1470,15 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         if type_of_target(labels, input_name="y") not in ("binary", "unknown") and len(pd.unique(pd.Series(labels))) > 2:
             raise ValueError(f"y: expected a binary label, got {len(pd.unique(pd.Series(labels)))} values. "
                              "Only binary classification is supported.")
-        name = getattr(y, "name", None)
+        if len(pd.unique(pd.Series(labels))) < 2:
+            raise ValueError(f"y: only one class ({_plain(pd.unique(pd.Series(labels))[0])!r}) in the labels; a classifier needs "
+                             "both classes to learn from")
         label = name if isinstance(name, str) and name not in df.columns else "label"
         if label in df.columns:
             raise ValueError(f"X: has a column named {label!r}, the label's name here; rename it")
         framed = df.assign(**{label: labels})
-        return aggregate(framed, label=label, bins=self.bins, strategy=self.strategy)
+        with _as_argument("X"):
+            return aggregate(framed, label=label, bins=self.bins, strategy=self.strategy)
 
     def _codes(self, df) -> np.ndarray:
         if not hasattr(self, "model_"):
@@ -1065,12 +1486,13 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         if not isinstance(df, pd.DataFrame):
             df = _rows(df, "X", names=list(self.feature_names_in_))
         check_frame(df, "X")
-        codes = self.aggregates_.encode(df)
+        with _as_argument("X"):
+            codes = self.aggregates_.encode(df)
         unseen = codes < 0
         if unseen.any():
             cols = [f for f, u in zip(self.aggregates_.features, unseen.any(axis=0)) if u]
             warnings.warn(
-                f"{int(unseen.sum())} values in columns {cols} were not seen in the aggregates; "
+                f"X: {int(unseen.sum())} values in columns {cols} were not seen in the aggregates; "
                 "they contribute nothing to the prediction (their tables' terms are 0)",
                 stacklevel=3,
             )
@@ -1173,7 +1595,8 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         if y is None:
             labels = self.aggregates_.labels(X)
         else:
-            labels = (pd.Series(np.asarray(y)).astype(str) == str(self.aggregates_.positive)).to_numpy(int)
+            y = per_record(y, X if isinstance(X, pd.DataFrame) else None, "y")
+            labels = (state_text(pd.Series(np.asarray(y))) == _text(self.aggregates_.positive)).to_numpy(int)
         return nllh(labels, self.predict_proba(X)[:, self._positive_column])
 
     def to_markov_network(self) -> DiscreteMarkovNetwork:

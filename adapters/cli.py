@@ -21,7 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--no-progress", action="store_true", help="hide progress bars")
     demo.add_argument("--plots", metavar="DIR", default=None, help="also write the figures as PNG files into DIR")
     syn = sub.add_parser("synthesize", help="a private release and synthetic records from a CSV and its public domain (MST or AIM)")
-    syn.add_argument("data", help="CSV file of records (read as text)")
+    syn.add_argument("data", help="CSV file of records, every cell read as the text written (TRUE, None, NA, 01 are states)")
+    syn.add_argument("--missing", action="append", default=None, metavar="MARKER",
+                     help="a cell, as written, that means no value (repeat for several, e.g. --missing '' --missing NA); "
+                          "default none. A record with a missing value stops the release, or is dropped with --drop-unknown")
     syn.add_argument("--domain", required=True, help='JSON file {column: [states]}: the public domain, never read from the data')
     syn.add_argument("--rho", type=float, default=None, help="zCDP budget of the whole release")
     syn.add_argument("--epsilon", type=float, default=None, help="instead of --rho: (epsilon, delta)-DP, with --delta")
@@ -56,10 +59,9 @@ def _synthesize(args) -> int:
     import json
     from pathlib import Path
 
-    import pandas as pd
-
     from ppgm.privacy.mechanisms import rho_from_epsilon_delta
 
+    from .data import read_records
     from .synthesis import aim_release, mst_release
 
     with open(args.domain) as fh:
@@ -72,7 +74,7 @@ def _synthesize(args) -> int:
     if args.epsilon is not None and args.delta is None:
         raise SystemExit("--epsilon needs --delta (the release adds Gaussian noise)")
     rho = args.rho if args.rho is not None else rho_from_epsilon_delta(args.epsilon, args.delta)
-    data = pd.read_csv(args.data, dtype=str, keep_default_na=False)
+    data = read_records(args.data, missing=args.missing)
     common = dict(rho=rho, estimator=args.estimator, individuals=args.individuals, max_contributions=args.max_contributions,
                   on_unknown="drop" if args.drop_unknown else "raise", progress=not args.no_progress)
     rel = aim_release(data, states, workload=args.workload, **common) if args.method == "aim" else mst_release(data, states, **common)

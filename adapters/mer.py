@@ -24,7 +24,9 @@ from ppgm.mer.gaussian import GRAPH_TOL as GAUSSIAN_GRAPH_TOL
 from ppgm.mer.gaussian import GaussianMER
 from ppgm.mer.sample_sets import SampleSet, pooled_counts, pooled_moments
 
-from .data import check_frame, encode, sorted_states
+from ppgm.core import checks
+
+from .data import check_frame, check_known, codes_or_unknown, column_kind, read_states
 from .models import markov_to_pgmpy
 
 KINDS = ("gaussian", "discrete")
@@ -326,12 +328,6 @@ def _check_gamma(gamma, name: str) -> float | None:
     return float(gamma)
 
 
-def _value_kind(col: pd.Series) -> str:
-    if pd.api.types.is_bool_dtype(col):
-        return "boolean"
-    if pd.api.types.is_numeric_dtype(col):
-        return "numeric"
-    return "text"
 
 
 def check_sample_sets(samples: Sequence[pd.DataFrame], kind: str) -> None:
@@ -363,7 +359,9 @@ def check_sample_sets(samples: Sequence[pd.DataFrame], kind: str) -> None:
                              "twice (concatenate sets to pool them)")
         seen[key] = k
         for c in df.columns:
-            kinds.setdefault(c, {}).setdefault(_value_kind(df[c]), []).append(k)
+            values = column_kind(df[c], f"samples[{k}]", c)  # one kind per column within a set, and across sets below
+            if values is not None:
+                kinds.setdefault(c, {}).setdefault(values, []).append(k)
         if len(df) < max(SMALL_SET, 2 * len(df.columns)):
             warnings.warn(f"samples[{k}]: only {len(df)} rows over {len(df.columns)} columns; its statistics are noisy, "
                           "raise INI's s~ and with it the default gamma (drop the set, or give gamma)", UserWarning, stacklevel=3)
@@ -425,6 +423,17 @@ def build_program(
     """
     if kind not in KINDS:
         raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    p = checks.in_range(p, "p", 0, 1)
+    if p == 0:
+        raise ValueError("p: expected an exponent in (0, 1], got 0")
+    pseudo_count = checks.positive(pseudo_count, "pseudo_count")
+    if pseudo_count > checks.MAX_PENALTY:
+        raise ValueError(f"pseudo_count: expected at most {checks.MAX_PENALTY:g}, got {pseudo_count!r}")
+    if graph_tol is not None:
+        graph_tol = checks.non_negative(graph_tol, "graph_tol")
+    state_names = checks.state_names(state_names)
+    if variables is not None:
+        variables = checks.names(variables, "variables")
     samples = _sample_sets(samples)
     check_sample_sets(samples, kind)
     if variables is None:
@@ -448,7 +457,7 @@ def build_program(
         if v in names:
             states[v] = list(names[v])
             continue
-        states[v] = sorted_states(pd.concat([df[v] for df in samples if v in df.columns], ignore_index=True))
+        states[v] = read_states(pd.concat([df[v] for df in samples if v in df.columns], ignore_index=True), "samples", v)
         if len(states[v]) < 2:
             raise ValueError(f"samples: variable {v!r} is constant ({states[v]}); it carries no dependence to learn")
     domain = Domain(variables, tuple(len(states[v]) for v in variables), states)
@@ -458,7 +467,9 @@ def build_program(
         if unknown:
             raise ValueError(f"samples[{k}]: unknown variables {unknown}; expected names among {list(variables)}")
         sub = Domain(tuple(df.columns), domain.shape(tuple(df.columns)), {c: states[c] for c in df.columns})
-        sets.append(SampleSet(tuple(df.columns), encode(df, sub)))
+        codes = codes_or_unknown(df, sub)
+        check_known(df, sub, codes, f"samples[{k}]")
+        sets.append(SampleSet(tuple(df.columns), codes))
     nodes, edge_stats = pooled_counts(sets, domain, edges)
     tol = DISCRETE_GRAPH_TOL if graph_tol is None else graph_tol
     return DiscreteMER(domain, nodes, edge_stats, p=p, pseudo_count=pseudo_count, graph_tol=tol), domain

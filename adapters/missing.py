@@ -23,7 +23,7 @@ from ppgm.learners.missing import em_bayesian, em_markov, fit_markov_records, fi
 from ppgm.core.rng import as_generator
 
 from .dask_backend import frame_blocks, is_dask
-from .data import check_frame, codes_or_unknown, sorted_states
+from .data import check_frame, check_known, check_rows, codes_or_unknown, fit_states
 from .models import declared_states, markov_to_pgmpy, tabular_cpds
 
 
@@ -31,17 +31,21 @@ def _domain(nodes: Sequence, data: pd.DataFrame, declared: Mapping, given: Mappi
     """States per node: ``state_names`` first, then the model's declared states, then the sorted values
     seen; a node seen nowhere (latent, or an all-missing column) must be declared."""
     states = {}
+    read = fit_states(data, [v for v in nodes if v not in given and v not in declared and v in data.columns])
     for v in nodes:
         if v in given:
             states[v] = list(given[v])
         elif v in declared:
             states[v] = list(declared[v])
         elif v in data.columns:
-            states[v] = sorted_states(data[v])
+            states[v] = read[v]
         else:
             states[v] = []
+        if not states[v] and v in data.columns:
+            raise ValueError(f"data: column {v!r} holds no value (every cell missing) and node {v!r} has no declared states; "
+                             "declare them, e.g. state_names={" + repr(v) + ": [0, 1]}")
         if not states[v]:
-            raise ValueError(f"state_names: node {v!r} is never observed (latent or an all-missing column); "
+            raise ValueError(f"state_names: node {v!r} is never observed (latent); "
                              "declare its states, e.g. state_names={" + repr(v) + ": [0, 1]}")
     return Domain(tuple(nodes), tuple(len(states[v]) for v in nodes), states)
 
@@ -56,8 +60,7 @@ def _records(data, dom: Domain):
 
 def _check_rows(data) -> None:
     check_frame(data, "data", dask=True)
-    if not is_dask(data) and len(data) == 0:
-        raise ValueError("data: the DataFrame has no rows")
+    check_rows(data, "data", fit=True)
 
 
 def _codes(data: pd.DataFrame, dom: Domain) -> np.ndarray:
@@ -65,13 +68,7 @@ def _codes(data: pd.DataFrame, dom: Domain) -> np.ndarray:
     (latent); a value that is not among its node's states is an error."""
     frame = data.reindex(columns=list(dom.variables))  # absent nodes: all missing
     codes = codes_or_unknown(frame, dom)
-    unknown = (codes < 0) & ~frame.isna().to_numpy()
-    if unknown.any():
-        j = int(np.flatnonzero(unknown.any(axis=0))[0])
-        v = dom.variables[j]
-        bad = list(pd.unique(frame[v][unknown[:, j]]))[:5]
-        raise ValueError(f"data: column {v!r} has values {bad} that are not among its states {list(dom.state_names[v])}; "
-                         "declare every state (state_names, or the model's own)")
+    check_known(frame, dom, codes, "data", missing_ok=True)
     return codes
 
 
@@ -174,7 +171,7 @@ class MissingValuesEM(DiscreteParameterEstimator):
         _check_rows(data)
         for name in ("max_iter",):
             checks.count(getattr(self, name), name)
-        checks.non_negative(self.pseudo_count, "pseudo_count")
+        checks.non_negative(self.pseudo_count, "pseudo_count", checks.MAX_PENALTY)
         checks.positive(self.tol, "tol")
         checks.flag(self.progress, "progress")
         as_generator(self.seed)
@@ -266,7 +263,8 @@ class MarkovNetworkEstimator:
         """
         _check_rows(data)
         checks.flag(progress, "progress")
-        l2, pseudo_count = checks.non_negative(l2, "l2"), checks.non_negative(pseudo_count, "pseudo_count")
+        l2 = checks.non_negative(l2, "l2", checks.MAX_PENALTY)
+        pseudo_count = checks.non_negative(pseudo_count, "pseudo_count", checks.MAX_PENALTY)
         max_iter, tol = checks.count(max_iter, "max_iter"), checks.positive(tol, "tol")
         as_generator(seed)
         unknown = [c for c in data.columns if c not in self.model.nodes()]

@@ -185,6 +185,65 @@ def markov_to_pgmpy(model: MarkovNetwork) -> DiscreteMarkovNetwork:
     return mn
 
 
+def markov_network(cliques: Sequence[Sequence], state_names: Mapping) -> DiscreteMarkovNetwork:
+    """A pgmpy ``DiscreteMarkovNetwork`` known by its cliques and its variables' states, each clique
+    with a uniform factor (all ones) that declares the states: the model to hand to
+    ``release_tables`` (its public domain), ``NaiveMLEEstimator``, ``CGMEstimator`` or
+    ``MarkovNetworkEstimator`` (its cliques and the order of its states) before any data is fitted.
+
+    Parameters
+    ----------
+    cliques : list of tuples of names
+        The factors' scopes; every pair in a clique becomes an edge.
+    state_names : mapping
+        ``{variable: [states]}`` for every variable of the cliques, and no other: states distinct,
+        of one kind (numbers, booleans or text), in the order the fitted factors will list them.
+
+    Returns
+    -------
+    DiscreteMarkovNetwork
+        Nodes in the order they first appear in ``cliques``; one factor of ones per clique.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bare pair of names instead of a list of cliques, a clique given twice, a variable whose
+        states are not given, states given for a variable in no clique, malformed state lists.
+
+    Examples
+    --------
+    >>> mn = markov_network([("A", "B"), ("B", "C")], {"A": ["no", "yes"], "B": [0, 1, 2], "C": ["x", "y"]})
+    >>> list(mn.nodes()), [f.variables for f in mn.get_factors()], mn.get_factors()[0].state_names["B"]
+    (['A', 'B', 'C'], [['A', 'B'], ['B', 'C']], [0, 1, 2])
+    >>> float(mn.get_factors()[1].values.sum())
+    6.0
+    """
+    cliques = checks.cliques(cliques, "cliques")
+    seen: dict = {}
+    for i, c in enumerate(cliques):
+        if frozenset(c) in seen:
+            raise ValueError(f"cliques: {c!r} (cliques[{i}]) repeats cliques[{seen[frozenset(c)]}]; give each clique once")
+        seen[frozenset(c)] = i
+    states = checks.state_names(state_names, "state_names")
+    variables = list(dict.fromkeys(v for c in cliques for v in c))
+    undeclared = [v for v in variables if v not in states]
+    if undeclared:
+        raise ValueError(f"state_names: the states of {undeclared} are not given; every variable of the cliques needs its states")
+    unused = [v for v in states if v not in variables]
+    if unused:
+        raise ValueError(f"state_names: {unused} are in no clique; add a clique of their own, e.g. ({unused[0]!r},), "
+                         "to model them")
+    mn = DiscreteMarkovNetwork()
+    mn.add_nodes_from(variables)
+    for c in cliques:
+        for i, a in enumerate(c):
+            for b in c[i + 1 :]:
+                mn.add_edge(a, b)
+    mn.add_factors(*(DiscreteFactor(list(c), [len(states[v]) for v in c], np.ones([len(states[v]) for v in c]),
+                                    state_names={v: list(states[v]) for v in c}) for c in cliques))
+    return mn
+
+
 def bayes_from_pgmpy(model: DiscreteBayesianNetwork) -> BayesianNetwork:
     """Engine Bayesian network: CPT arrays of shape (parent cards..., card), topological order.
 

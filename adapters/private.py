@@ -25,7 +25,7 @@ from ppgm.inference.tables import contingency_tables as _engine_tables
 from ppgm.models.tying import Tying
 
 from .archive import MAX_BYTES, read_npz, save_path
-from .data import check_known, codes_or_unknown, declared_domain
+from .data import check_frame, check_known, codes_or_unknown, declared_domain, per_record
 from .models import declared_states, markov_to_pgmpy
 
 
@@ -335,14 +335,16 @@ def release_tables(
         ``{column: states}``, the public domain (overrides the model's). A column whose states are
         declared nowhere is an error.
     individuals : str or array-like, optional
-        Who each record belongs to (a column name or one id per record). Requires a public bound:
+        Who each record belongs to (a column name, or one id per record: a pandas Series is aligned
+        to the data by index). Requires a public bound:
         ``max_contributions=k`` (keep a random subset of at most k records per individual;
         sensitivity k per table) or ``reweight=True`` (each of an individual's K records weighted
         1 / K; sensitivity 1 per table). Without it every record is its own individual.
     max_contributions : int, optional
     reweight : bool
     weights : array-like, optional
-        Per-record weights in [0, 1] (each record still counts for at most 1). Not with ``reweight``.
+        Per-record weights in [0, 1] (each record still counts for at most 1; a pandas Series is
+        aligned to the data by index). Not with ``reweight``.
     on_unknown : {"raise", "drop"}
         A value outside the declared states (or a missing value): an error naming the column and the
         value, or drop the record (a per-record map, which stays private).
@@ -518,8 +520,7 @@ def bounded_tables(
     cliques = [tuple(c) for c in _cliques(cliques_or_model)]
     if not cliques:
         raise ValueError("cliques_or_model: expected at least one clique")
-    if not isinstance(data, pd.DataFrame):
-        raise TypeError(f"data: expected a pandas DataFrame, got {type(data).__name__}")
+    check_frame(data, "data")
     columns = list(dict.fromkeys(v for c in cliques for v in c))
     absent = [v for v in columns if v not in data.columns]
     if absent:
@@ -551,14 +552,14 @@ def _bounded_records(data, dom, codes, individuals, max_contributions, reweight,
     if weights is not None:
         if reweight:
             raise ValueError("weights: not with reweight=True (reweighting sets the weights)")
-        w = checks.weights(weights, len(data), upper=1.0)  # the public bound of one record's weight is 1
+        w = checks.weights(per_record(weights, data, "weights"), len(data), upper=1.0)  # the public bound of one record's weight is 1
     if individuals is None:
         if max_contributions is not None or reweight:
             raise ValueError("individuals: max_contributions and reweight bound each individual's records; name the individuals")
         return keep, w, 1.0
     if isinstance(individuals, str) and individuals not in data.columns:
         raise ValueError(f"individuals: column {individuals!r} is not in the data")
-    ids = data[individuals].to_numpy() if isinstance(individuals, str) else np.asarray(individuals)
+    ids = data[individuals].to_numpy() if isinstance(individuals, str) else np.asarray(per_record(individuals, data, "individuals"))
     if ids.ndim != 1 or ids.shape[0] != len(data):
         raise ValueError(f"individuals: expected {len(data)} entries, one per record, got shape {ids.shape}")
     missing = int(pd.isna(ids).sum())

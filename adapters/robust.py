@@ -14,7 +14,7 @@ from ppgm.factors.domain import Domain
 from ppgm.learners.robust_filter import filter_known_topology
 from ppgm.core.rng import as_generator
 
-from .data import check_frame, encode
+from .data import check_frame, check_known, check_rows, codes_or_unknown, encode, fit_states
 from .models import tabular_cpds
 
 
@@ -113,6 +113,12 @@ class RobustFilter(DiscreteParameterEstimator):
         self.progress = progress
         super().__init__(state_names=state_names)
 
+    def _build_fitted_state_names(self, model, data) -> dict:
+        """The states of every node: declared ones, else read from the data by ppgm's rule
+        (:func:`ppgm.adapters.data.sorted_states`: one kind per column), not pgmpy's."""
+        declared = checks.state_names(self.state_names)
+        return {v: list(declared[v]) if v in declared else list(self._read_states[v]) for v in data.columns if v in model.nodes()}
+
     def fit(self, model, data, sample_weight=None):
         """Filter ``data`` and estimate the CPTs of ``model``'s DAG (pgmpy calls this from
         ``bn.fit(df, estimator=RobustFilter(...))``).
@@ -149,14 +155,20 @@ class RobustFilter(DiscreteParameterEstimator):
         checks.choice(self.encoding, "encoding", ("native", "binary"))
         checks.flag(self.progress, "progress")
         check_frame(data, "data")
-        if len(data) == 0:
-            raise ValueError("data: the DataFrame has no rows")
+        check_rows(data, "data", fit=True, minimum=2)  # the filter compares records
+        nodes = list(model.nodes()) if hasattr(model, "nodes") else []
+        absent = [v for v in nodes if v not in data.columns and v not in getattr(model, "latents", set())]
+        if absent:
+            raise ValueError(f"data: the model's nodes {absent} are not columns of the data (it has {list(data.columns)})")
         declared = checks.state_names(self.state_names)
-        for v, states in declared.items():
-            if v in data.columns:
-                unknown = sorted(set(data[v].dropna().unique()) - set(states), key=str)
-                if unknown:
-                    raise ValueError(f"state_names: column {v!r} has values {unknown[:5]} that are not among its states {states}")
+        given = [v for v in declared if v in data.columns]
+        if given:  # values outside the declared states (or of another kind) are named before any work
+            dom = Domain(tuple(given), tuple(len(declared[v]) for v in given), {v: declared[v] for v in given})
+            check_known(data, dom, codes_or_unknown(data, dom), "state_names", missing_ok=True)
+        self._read_states = fit_states(data, [v for v in data.columns if v not in declared and v in model.nodes()])
+        empty = [v for v, states in self._read_states.items() if not states]
+        if empty:
+            raise ValueError(f"data: columns {empty} have no values to read states from; the filter takes no missing values")
         as_generator(self.seed)  # checked before any work
         self._initialize_fit(model, data, sample_weight=sample_weight)
         m = self._model

@@ -121,7 +121,7 @@ def _budget(rho, accountant) -> tuple[float, PrivacyAccountant]:
     if accountant is None:
         if rho is None:
             raise ValueError("rho: give the release's zCDP budget, or an accountant to spend what it has left")
-        return checks.positive(rho, "rho"), PrivacyAccountant(rho=rho)
+        return checks.positive(rho, "rho"), PrivacyAccountant(rho=rho)  # the accountant bounds the budget
     if accountant.kind != "rho":
         raise ValueError("accountant: the release adds Gaussian noise and needs a zCDP (rho, or epsilon and delta) budget")
     return (accountant.remaining if rho is None else checks.positive(rho, "rho")), accountant

@@ -85,13 +85,13 @@ def test_sample_set_mistakes_get_clear_errors_or_warnings():
     odd = frames[0].copy()
     col = odd.columns[0]
     odd[col] = odd[col] > 0
-    with pytest.raises(ValueError, match=rf"column '{col}' holds different kinds of values.*boolean in samples\[0\]"):
+    with pytest.raises(ValueError, match=rf"column '{col}' holds different kinds of values.*bool in samples\[0\]"):
         ini([odd] + frames[1:])
     # 0/1 in one set, "0"/"1" in another: four states if read as they are
     rng = np.random.default_rng(0)
     a = pd.DataFrame({"u": rng.integers(0, 2, 300), "v": rng.integers(0, 2, 300)})
     b = pd.DataFrame({"v": rng.integers(0, 2, 300).astype(str), "w": rng.integers(0, 2, 300)})
-    with pytest.raises(ValueError, match=r"column 'v' holds different kinds of values across sets \(numeric in samples\[0\]; text in samples\[1\]\)"):
+    with pytest.raises(ValueError, match=r"column 'v' holds different kinds of values across sets \(number in samples\[0\]; text in samples\[1\]\)"):
         ini([a, b], kind="discrete")
     # b = 2a inside one set
     twice = frames[0].copy()

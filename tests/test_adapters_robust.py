@@ -52,7 +52,7 @@ def test_bad_input():
         RobustFilter(epsilon=0.6).fit(asia, df)
     with pytest.raises(ValueError, match="encoding"):
         RobustFilter(encoding="ternary").fit(asia, df)
-    with pytest.raises(ValueError, match="not present in the dataset"):
+    with pytest.raises(ValueError, match=r"data: the model's nodes \['smoke'\] are not columns of the data"):
         RobustFilter(progress=False).fit(asia, df.drop(columns=["smoke"]))
     names = {v: ["no", "yes"] for v in asia.nodes()}
     names["smoke"] = ["no"]

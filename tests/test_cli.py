@@ -12,7 +12,7 @@ def test_help_lists_demo():
 
 def test_demo_report_has_every_step_and_small_errors(tmp_path):
     lines = []
-    run_demo(seed=1, progress=False, out=lines.append, plots=tmp_path / "figs")
+    run_demo(seed=1, progress=False, out=lines.append, plots=tmp_path / "figs", size="test")  # the steps on fewer records
     text = "\n".join(lines)
     for title in ("Exact inference", "Sampling, KL", "Loopy belief propagation", "Robust CPTs", "differentially private",
                   "inconsistent sample sets", "aggregated tables only", "missing cells", "privately chosen cliques"):

@@ -1,6 +1,6 @@
-"""Flags are real booleans and numbers are finite numbers at every door that takes them (issue 36:
-``project="yes"``, ``moment_match="no"``, ``progress="x"``, ``joint="no"`` were taken by truthiness, so
-"no" meant yes; ``tol=nan`` or ``damping=inf`` ran).
+"""Flags are real booleans and numbers are finite numbers at every door that takes them (an audit found
+``project="yes"``, ``moment_match="no"``, ``progress="x"``, ``joint="no"`` taken by truthiness, so
+"no" meant yes, and ``tol=nan`` or ``damping=inf`` running).
 
 The parameters are not listed by hand: each door's flags are read off its signature (every parameter
 whose default is True or False), and its real parameters likewise (default a float), so a parameter

@@ -9,6 +9,7 @@ bounded for CI, ``PPGM_FUZZ=long`` runs a longer profile locally.
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import warnings
@@ -49,6 +50,74 @@ def test_every_listed_malformed_input_gets_a_clear_error(name):
     assert not [o for o in bad if o.mutated]
 
 
+CLASS_ENTRIES = [name for name, e in ENTRIES.items() if e.frames()]
+
+
+@pytest.mark.parametrize("name", CLASS_ENTRIES)
+def test_every_class_of_doubtful_data_is_refused_or_warned(name):
+    """A column mixing kinds, a missing value, a single row, a constant or a continuous column: a
+    clear error or a warning naming the argument, unless the entry point says why it is legal there."""
+    wrong = [f"{klass} in {c!r}: {o.kind} {o.message}" for klass, c, o in fc.run_classes(ENTRIES[name]) if o.kind not in ("clear", "warned")]
+    assert not wrong, "\n".join(wrong)
+    mutated = [f"{klass} in {c!r}" for klass, c, o in fc.run_classes(ENTRIES[name]) if o.mutated]
+    assert not mutated, mutated
+
+
+def test_the_classes_reach_every_entry_point_that_reads_a_dataframe():
+    """Each class meets every DataFrame argument somewhere; an entry point exempts a class only with a
+    reason; every per-record argument (weights, ids, labels) is tried as a Series."""
+    for klass in fc.CLASSES:
+        assert any(k == klass for name in CLASS_ENTRIES for _, k, _, _ in fc.class_cases(ENTRIES[name])), klass
+    for name in CLASS_ENTRIES:
+        e = ENTRIES[name]
+        assert fc.class_cases(e), f"{name} accepts every class"
+        assert all(isinstance(why, str) and len(why) > 10 for why in e.accepts.values()), name
+        assert all((k if isinstance(k, str) else k[0]) in fc.CLASSES for k in e.accepts), name
+    tried = {(_target(e), arg) for e in ENTRIES.values() for arg in e.per_record}
+    for name, e in ENTRIES.items():
+        if e.frames():
+            for arg in ("weights", "individuals", "y"):
+                if arg in inspect.signature(_target(e)).parameters and (name, arg) not in NOT_PER_RECORD:
+                    assert (_target(e), arg) in tried, f"{name}: {arg} is per record but not tried as a Series"
+
+
+NOT_PER_RECORD = {("aim_release", "weights")}  # one weight per workload marginal, not per record
+
+
+def _target(entry):
+    """The public callable behind an entry's wrapper (the wrapper's own signature otherwise)."""
+    import ppgm.adapters as pa
+
+    base = entry.name.split("(")[0].split(" ")[0]
+    obj = pa
+    for part in base.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return entry.call
+    return obj
+
+
+ALIGNED = [(name, arg) for name, e in ENTRIES.items() for arg in e.per_record]
+
+
+@pytest.mark.parametrize("name,arg", ALIGNED)
+def test_a_per_record_series_is_aligned_by_index_or_refused(name, arg):
+    """Weights, ids or labels given as a Series whose index is the data's, shuffled: the result of the
+    same values in the rows' order; a Series indexed otherwise: a clear refusal naming the argument."""
+    entry = ENTRIES[name]
+    (_, shuffled, in_order, foreign, extra), = [c for c in fc.alignment_cases(entry) if c[0] == arg]
+    results = []
+    for value in (shuffled, in_order):
+        kwargs = {**entry.valid(), **extra}
+        kwargs[arg] = value
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results.append(fc.fingerprint(entry.call(**kwargs)))
+    assert results[0] == results[1]
+    out = fc.run(fc.Entry(entry.name, entry.call, lambda: {**entry.valid(), **extra}), arg, foreign)
+    assert out.kind == "clear" and "aligned to the data by index" in out.message, out.message
+
+
 def test_the_suite_covers_the_public_entry_points_and_reports_counts():
     import ppgm.adapters as pa
 
@@ -56,8 +125,8 @@ def test_the_suite_covers_the_public_entry_points_and_reports_counts():
     exempt = {"MERFit", "NotPrivateWarning", "BudgetExceeded", "NoisyFactor", "BoundedTables", "FeatureEncoder", "SyntheticRelease",  # results, not doors
               "load_adult", "adult_schema"}  # no arguments (FeatureEncoder's constructors are covered)
     assert set(pa.__all__) - exempt - covered == set()
-    table = fc.report([fc.Outcome("x", "a", "v", "clear", "", False)])
-    assert "| x | 1 | 1 | 0 | 0 | 0 |" in table
+    table = fc.report([fc.Outcome("x", "a", "v", "clear", "", False), fc.Outcome("x", "a", "w", "warned", "", False)])
+    assert "| x | 2 | 1 | 1 | 0 | 0 | 0 |" in table
 
 
 # --- drawn inputs -------------------------------------------------------------------------------

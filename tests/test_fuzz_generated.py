@@ -1,4 +1,4 @@
-"""Generated malformed inputs for every public entry point of ``ppgm.adapters`` (issue 36): instead
+"""Generated malformed inputs for every public entry point of ``ppgm.adapters``: instead
 of a list of cases someone thought of, each argument of each entry point in ``fuzz_cases.py`` (its
 valid arguments and the wrapper's own keyword defaults) is replaced by a value drawn from a strategy
 chosen by the valid value's type:
@@ -10,11 +10,16 @@ chosen by the valid value's type:
 * flags: strings, numbers, None, lists; strings and paths: text, directories, missing files, None;
 * lists, tuples, dicts, arrays and models: empty, duplicated or unknown entries, the wrong kind.
 
+DataFrames also get the classes of doubtful data of ``fuzz_cases.CLASSES`` (a column mixing kinds,
+a missing value, a single row, a constant or a continuous column), drawn on a random column the
+entry point reads; such a draw carries its class.
+
 A drawn value may happen to be valid, so a call may succeed; what must never happen is an obscure
-end (an exception other than a ``ValueError`` / ``TypeError`` naming the argument, or one from deep
-inside numpy or pandas), a change to the caller's objects, or a call that runs away (each call has a
-time limit). Hypothesis runs derandomised, so CI draws the same examples every time; ``PPGM_FUZZ=long``
-draws more and at random.
+end (an exception other than a ``ValueError`` / ``TypeError`` raised by ppgm naming the argument, or
+one from deep inside numpy or pandas), a change to the caller's objects, a call that runs away (each
+call has a time limit), or a silent answer to a draw of a class the entry point does not accept.
+Hypothesis runs derandomised, so CI draws the same examples every time; ``PPGM_FUZZ=long`` draws
+more and at random.
 """
 
 from __future__ import annotations
@@ -82,7 +87,25 @@ FLAGS = ["no", "yes", "", 0, 1, 2, None, [True], np.float64(1.0)]
 TEXT = ["", " ", "x", "../x", "/", ".", "\x00", "é", None, 3, 2.5, True, ["x"], {"x": 1}]
 
 
-def _frame_mutations(df: pd.DataFrame) -> st.SearchStrategy:
+class Labelled:
+    """A drawn value of a class of doubtful data (``fuzz_cases.CLASSES``), with the column it touched."""
+
+    def __init__(self, value, klass: str, column) -> None:
+        self.value, self.klass, self.column = value, klass, column
+
+    def __repr__(self) -> str:
+        return f"{self.klass} in {self.column!r}"
+
+
+def _class_mutations(df: pd.DataFrame, columns: list) -> st.SearchStrategy:
+    def make(klass, c):
+        return Labelled(fc.CLASSES[klass](df, c), klass, c)
+
+    usable = [c for c in columns if df[c].notna().any()] or list(df.columns)
+    return st.builds(make, st.sampled_from(sorted(fc.CLASSES)), st.sampled_from(usable))
+
+
+def _frame_mutations(df: pd.DataFrame, columns: list | None = None) -> st.SearchStrategy:
     cols = list(df.columns)
 
     def duplicated(i, j):
@@ -124,6 +147,7 @@ def _frame_mutations(df: pd.DataFrame) -> st.SearchStrategy:
         st.builds(cast, i, st.sampled_from(["float", "str", "category", "bool", "int8"])),
         st.builds(extra, st.sampled_from(["zz", "", "0", cols[0]]), st.sampled_from([0, "a", float("nan")])),
         st.sampled_from([df.iloc[:0], df.iloc[:1], df[cols[::-1]], df.reset_index(drop=True).T, df.to_numpy(), None, "data.csv"]),
+        _class_mutations(df, columns if columns is not None else cols),
     )
 
 
@@ -153,11 +177,14 @@ def _model_mutations(world: dict) -> st.SearchStrategy:
     return st.sampled_from([None, "model", world["df_chain"], world["asia"], world["chain"], world["onetwothree"], world["engine_chain"], 3])
 
 
-def strategy(name: str, value, world: dict) -> st.SearchStrategy:
+def strategy(name: str, value, world: dict, columns: list | None = None) -> st.SearchStrategy:
     from pgmpy.models import DiscreteBayesianNetwork, DiscreteMarkovNetwork
 
     if isinstance(value, pd.DataFrame):
-        return _frame_mutations(value)
+        return _frame_mutations(value, columns)
+    if isinstance(value, list) and value and isinstance(value[0], pd.DataFrame):  # sample sets: the first set mutated
+        return _frame_mutations(value[0], columns).map(
+            lambda v: Labelled([v.value] + value[1:], v.klass, v.column) if isinstance(v, Labelled) else [v] + value[1:])
     if isinstance(value, bool):
         return st.sampled_from(FLAGS)
     if isinstance(value, (int, np.integer)):
@@ -193,15 +220,20 @@ def test_generated_inputs_end_clearly_and_leave_the_inputs_alone(name):
     world = fc.world()
     args = arguments(entry)
 
+    frames = entry.frames()
+
     @settings(max_examples=EXAMPLES, deadline=None, derandomize=not LONG, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
     @given(data=st.data())
     def check(data):
         arg = data.draw(st.sampled_from(sorted(args)), label="argument")
-        value = data.draw(strategy(arg, args[arg], world), label="value")
+        value = data.draw(strategy(arg, args[arg], world, frames.get(arg)), label="value")
+        labelled = value if isinstance(value, Labelled) else None
         with time_limit(CALL_SECONDS):
-            out = fc.run(entry, arg, value)
+            out = fc.run(entry, arg, labelled.value if labelled else value)
         assert not out.mutated, f"{name}: {arg}={out.value} changed the caller's objects"
-        assert out.kind in ("clear", "silent"), f"{name}: {arg}={out.value}: {out.kind} {out.message}"
+        assert out.kind in ("clear", "warned", "silent"), f"{name}: {arg}={out.value}: {out.kind} {out.message}"
+        if labelled is not None and not entry.accepted(labelled.klass, labelled.column) and labelled.column in frames.get(arg, ()):
+            assert out.kind != "silent", f"{name}: {arg} with {labelled!r} was answered without a word"
 
     check()

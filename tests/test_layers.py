@@ -118,9 +118,9 @@ PUBLIC_ADAPTERS = {
     "NaiveMLEEstimator", "NoisyFactor", "NoisyTables", "NotPrivateWarning", "PrivacyAccountant", "RobustFilter",
     "SyntheticRelease", "adult_schema", "aggregate", "aim_release", "bayes_from_pgmpy", "bayes_to_pgmpy", "bounded_tables",
     "contingency_tables", "dask_executor", "declared_states", "decode", "dirichlet_chain_network", "encode", "filter_dask",
-    "infer_domain", "ini", "kl_divergence", "load_adult", "load_bif_example", "markov_from_pgmpy", "markov_to_pgmpy", "mer",
-    "mobility_study", "mst_release", "release_tables", "sample", "sample_partitions", "set_progress", "tabular_cpds",
-    "to_engine", "total_variation",
+    "infer_domain", "ini", "kl_divergence", "load_adult", "load_bif_example", "markov_from_pgmpy", "markov_network", "markov_to_pgmpy", "mer",
+    "mobility_study", "mst_release", "read_records", "release_tables", "sample", "sample_partitions", "set_progress",
+    "tabular_cpds", "to_engine", "to_frame", "total_variation",
 }
 
 

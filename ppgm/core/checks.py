@@ -58,8 +58,8 @@ def positive(x, name: str, allow_inf: bool = False) -> float:
     return v
 
 
-def non_negative(x, name: str) -> float:
-    """A finite number >= 0.
+def non_negative(x, name: str, maximum: float | None = None) -> float:
+    """A finite number >= 0 (and at most ``maximum`` when given).
 
     Examples
     --------
@@ -69,6 +69,8 @@ def non_negative(x, name: str) -> float:
     v = real(x, name)
     if not (v >= 0 and math.isfinite(v)):
         raise ValueError(f"{name}: expected a finite number >= 0, got {x!r}")
+    if maximum is not None and v > maximum:
+        raise ValueError(f"{name}: expected a number in [0, {maximum:g}], got {x!r}")
     return v
 
 
@@ -87,6 +89,7 @@ def in_range(x, name: str, lo: float, hi: float, closed: bool = True) -> float:
     return v
 
 
+MAX_PENALTY = 1e100  # an L2 weight or pseudo-count beyond it swamps any data and overflows the arithmetic
 MAX_COUNT = 10**9  # no count ppgm takes (iterations, chains, rounds, draws, cells, variables) is useful beyond it
 
 
@@ -245,8 +248,84 @@ def mapping(x, name: str, allow_none: bool = True) -> dict:
     return dict(x)
 
 
+def value_kind(x) -> str | None:
+    """The kind of one state value: ``"number"`` (int, float, numpy numbers, Decimal), ``"bool"``,
+    ``"text"``, or the type's name for anything else (``"bytes"``, ``"tuple"``, ``"Timestamp"``...);
+    None for a missing value (None, NaN, pandas NA / NaT).
+
+    A variable's states are of one kind: ``1`` and ``1.0`` are one state (the same number), ``1``,
+    ``True`` and ``"1"`` are three kinds, never merged and never held by one variable.
+
+    Examples
+    --------
+    >>> [value_kind(v) for v in (1, 2.5, np.int8(3), True, np.bool_(False), "1", None, float("nan"))]
+    ['number', 'number', 'number', 'bool', 'bool', 'text', None, None]
+    """
+    if x is None:
+        return None
+    if isinstance(x, (bool, np.bool_)):
+        return "bool"
+    if isinstance(x, (str, np.str_)):
+        return "text"
+    if isinstance(x, (int, float, np.integer, np.floating)) or type(x).__name__ == "Decimal":
+        return None if x != x else "number"  # NaN is missing
+    if type(x).__name__ in ("NAType", "NaTType"):
+        return None
+    return type(x).__name__
+
+
+def one_kind(values, name: str) -> str | None:
+    """The one kind (:func:`value_kind`) of ``values`` (None when empty); a ``ValueError`` naming
+    ``name`` and an example of each kind when they mix.
+
+    Examples
+    --------
+    >>> one_kind([0, 1, 2.5], "state_names['A']")
+    'number'
+    >>> try:
+    ...     one_kind([0, 1, "unknown"], "state_names['A']")
+    ... except ValueError as err:
+    ...     print(str(err)[:71])
+    state_names['A']: mixes kinds of values (number such as 0, text such as
+    """
+    seen = kinds(values)
+    if len(seen) > 1:
+        raise ValueError(f"{name}: {mixed_kinds(seen)}")
+    return next(iter(seen), None)
+
+
+def kinds(values) -> dict:
+    """``{kind: first value of that kind}`` of ``values`` (:func:`value_kind`; missing values left out).
+
+    Examples
+    --------
+    >>> kinds([1, "a", 2.5, None])
+    {'number': 1, 'text': 'a'}
+    """
+    seen: dict = {}
+    for v in values:
+        k = value_kind(v)
+        if k is not None and k not in seen:
+            seen[k] = v.item() if isinstance(v, np.generic) else v
+    return seen
+
+
+def mixed_kinds(seen: dict) -> str:
+    """What is wrong with values of several kinds (``seen`` as :func:`kinds` returns it).
+
+    Examples
+    --------
+    >>> mixed_kinds({"number": 1, "bool": True})
+    "mixes kinds of values (number such as 1, bool such as True); the states of one variable are all numbers, all booleans or all text (1, True and '1' are three different states)"
+    """
+    text = ", ".join(f"{k} such as {v!r}" for k, v in list(seen.items())[:3])
+    return (f"mixes kinds of values ({text}); the states of one variable are all numbers, all booleans or all text "
+            "(1, True and '1' are three different states)")
+
+
 def state_names(x, name: str = "state_names") -> dict:
-    """``{variable: states}``, each a non-empty sequence of distinct states (not a string).
+    """``{variable: states}``, each a non-empty sequence of distinct states (not a string) of one
+    kind (:func:`value_kind`).
 
     Examples
     --------
@@ -256,6 +335,7 @@ def state_names(x, name: str = "state_names") -> dict:
     out = {}
     for v, states in mapping(x, name).items():
         out[v] = list(names(states, f"{name}[{v!r}]"))
+        one_kind(out[v], f"{name}[{v!r}]")
     return out
 
 

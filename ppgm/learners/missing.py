@@ -480,7 +480,7 @@ def em_bayesian(domain: Domain, parents: Mapping, records, pseudo_count: float =
     >>> res.converged, res.history[-1]["objective"] >= res.history[0]["objective"]
     (True, True)
     """
-    pseudo_count = checks.non_negative(pseudo_count, "pseudo_count")
+    pseudo_count = checks.non_negative(pseudo_count, "pseudo_count", checks.MAX_PENALTY)
     max_iter, tol = checks.count(max_iter, "max_iter"), checks.positive(tol, "tol")
     progress = checks.flag(progress, "progress")
     callback = checks.callback(callback)
@@ -570,7 +570,7 @@ def em_markov(domain: Domain, scopes: Sequence[Sequence], records, l2: float = 0
         domain.check(s, "scopes")
     scopes = cliques
     l2 = checks.non_negative(l2, "l2")
-    pseudo_count = checks.non_negative(pseudo_count, "pseudo_count")
+    pseudo_count = checks.non_negative(pseudo_count, "pseudo_count", checks.MAX_PENALTY)
     max_iter, tol = checks.count(max_iter, "max_iter"), checks.positive(tol, "tol")
     progress = checks.flag(progress, "progress")
     callback = checks.callback(callback)
@@ -675,7 +675,7 @@ def fit_markov_tables(domain: Domain, scopes: Sequence[tuple], tables: Sequence[
     [[0.3, 0.1], [0.1, 0.5]]
     """
     l2 = checks.non_negative(l2, "l2")
-    pseudo_count = checks.non_negative(pseudo_count, "pseudo_count")
+    pseudo_count = checks.non_negative(pseudo_count, "pseudo_count", checks.MAX_PENALTY)
     n = float(np.sum(tables[0]))
     return fit_marginals(domain, _smoothed(domain, [tuple(c) for c in scopes], tables, n, pseudo_count),
                          l2=max(l2, GAUGE_L2 / n), max_iter=max_iter, tol=tol)

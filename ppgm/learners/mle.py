@@ -428,6 +428,9 @@ def fit_marginals(
     tol = checks.positive(tol, "tol")
     if not np.isfinite(l2) or l2 < 0:
         raise ValueError(f"l2: expected a non-negative number, got {l2!r}")
+    if l2 > checks.MAX_PENALTY:
+        raise ValueError(f"l2: expected at most {checks.MAX_PENALTY:g} (a heavier penalty holds every potential at 0, and its "
+                         f"gradient overflows), got {l2!r}")
     targets = list(targets)
     if not targets:
         raise ValueError("targets: expected at least one marginal table")

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
@@ -70,6 +70,19 @@ def _positive(x, name: str) -> float:
     return float(x)
 
 
+#: Largest privacy budget (epsilon or rho) taken: beyond it the noise is below anything a float
+#: holds next to a count (and no privacy is left to speak of).
+MAX_BUDGET = 1e100
+
+
+def _budget(x, name: str) -> float:
+    """A privacy budget: a positive number up to ``MAX_BUDGET``."""
+    v = _positive(x, name)
+    if v > MAX_BUDGET:
+        raise ValueError(f"{name}: expected at most {MAX_BUDGET:g} (a larger budget adds no noise a float can hold), got {x!r}")
+    return v
+
+
 def _check_delta(delta) -> float:
     if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating)) or not 0 < delta < 1:
         raise ValueError(f"delta: expected a number in (0, 1), got {delta!r}")
@@ -108,7 +121,7 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     >>> round(zcdp_epsilon(0.5, 1e-6), 4)   # the simple bound rho + 2 sqrt(rho log(1/delta)) gives 5.7565
     5.2215
     """
-    rho, delta = _positive(rho, "rho"), _check_delta(delta)
+    rho, delta = _budget(rho, "rho"), _check_delta(delta)
     target = math.log(delta)
     if _log_delta(rho, 0.0) <= target:
         return 0.0
@@ -135,7 +148,7 @@ def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
     >>> round(zcdp_epsilon(rho, 1e-6), 9)
     1.0
     """
-    epsilon, delta = _positive(epsilon, "epsilon"), _check_delta(delta)
+    epsilon, delta = _budget(epsilon, "epsilon"), _check_delta(delta)
     L = math.log(1 / delta)
     lo = (math.sqrt(L + epsilon) - math.sqrt(L)) ** 2  # the simple conversion's rho: feasible
     hi = epsilon  # rho >= epsilon never gives epsilon
@@ -183,10 +196,10 @@ class PrivacyAccountant:
         if self.rho is not None:
             if self.epsilon is not None or self.delta is not None:
                 raise ValueError("rho: give either rho, or epsilon (and optionally delta), not both")
-            self.rho = _positive(self.rho, "rho")
+            self.rho = _budget(self.rho, "rho")
             self.kind, self.budget = "rho", self.rho
         elif self.epsilon is not None:
-            self.epsilon = _positive(self.epsilon, "epsilon")
+            self.epsilon = _budget(self.epsilon, "epsilon")
             if self.delta is None:
                 self.kind, self.budget = "epsilon", self.epsilon
             else:
@@ -211,12 +224,12 @@ class PrivacyAccountant:
         if "epsilon" in part and "rho" in part:
             raise ValueError("spend: give epsilon or rho, not both")
         if "epsilon" in part:
-            eps = _positive(part["epsilon"], "epsilon")
+            eps = _budget(part["epsilon"], "epsilon")
             return eps if self.kind == "epsilon" else eps**2 / 2
         if "rho" in part:
             if self.kind == "epsilon":
                 raise BudgetExceeded("a zCDP (Gaussian) release cannot be charged to a pure epsilon-DP budget")
-            return _positive(part["rho"], "rho")
+            return _budget(part["rho"], "rho")
         raise ValueError("spend: expected the cost as epsilon or rho")
 
     def charge(self, parts: Sequence[dict]) -> None:
@@ -244,6 +257,11 @@ class PrivacyAccountant:
         >>> [e["what"] for e in acc.ledger], acc.remaining
         (['tables', 'N'], 0.1)
         """
+        if isinstance(parts, (str, bytes, Mapping)) or not isinstance(parts, Sequence):
+            raise TypeError(f"parts: expected a list of dicts, one per published part, got {parts!r:.80}")
+        for i, p in enumerate(parts):
+            if not isinstance(p, Mapping):
+                raise TypeError(f"parts[{i}]: expected a dict such as {{'what': 'tables', 'epsilon': 1.0}}, got {p!r:.80}")
         costs = [0.0 if p.get("public") else self._cost(p) for p in parts]
         total = sum(costs)
         if total > self.remaining + 1e-12:
@@ -449,7 +467,7 @@ class LaplaceMechanism(_Mechanism):
     epsilon: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _positive(self.epsilon, "epsilon"))
+        object.__setattr__(self, "epsilon", _budget(self.epsilon, "epsilon"))
 
     noise = "laplace"
 
@@ -515,7 +533,7 @@ class GaussianMechanism(_Mechanism):
         if self.rho is not None:
             if self.epsilon is not None or self.delta is not None:
                 raise ValueError("rho: give either rho or (epsilon, delta), not both")
-            object.__setattr__(self, "rho", _positive(self.rho, "rho"))
+            object.__setattr__(self, "rho", _budget(self.rho, "rho"))
         elif self.epsilon is not None and self.delta is not None:
             object.__setattr__(self, "rho", rho_from_epsilon_delta(self.epsilon, self.delta))
         else:
@@ -543,7 +561,10 @@ class GaussianMechanism(_Mechanism):
         2.0
         """
         total = _count(n_tables) if multiplicity is None else sum(w * w for w in _weights(multiplicity, n_tables))
-        return _positive(contribution, "contribution") * math.sqrt(total) / math.sqrt(2 * float(self.rho))  # type: ignore[arg-type]  # set in __post_init__
+        sigma = _positive(contribution, "contribution") * math.sqrt(total) / math.sqrt(2 * float(self.rho))  # type: ignore[arg-type]  # set in __post_init__
+        if not sigma > 0:
+            raise ValueError(f"rho: {self.rho!r} is so large a budget that the noise vanishes (sigma underflows to 0)")
+        return sigma
 
     @property
     def cost(self) -> dict:
