@@ -22,13 +22,10 @@ Training is persistent contrastive divergence (Appendix C of the paper) with:
   posterior means E[d | noisy d] and E[c | noisy c] under a Gaussian approximation of the model's
   own prediction, rather than the noisy counts themselves, and each noisy cell's curvature is scaled
   by its share of the observation (Fisher scoring), so that PCD converges there as on exact tables;
-<<<<<<< HEAD
 - the theta penalty chosen from the tables themselves (``ppgm.learners.maxent_rule``): a parametric bootstrap
   of their sampling noise, and of their privacy noise when they were released with it.
-=======
-- on noisy tables, the theta penalty chosen from the release (``ppgm.learners.maxent_rule``; measurements in
-  ``docs/explain/maxent.md``).
->>>>>>> hdocs
+
+The defaults and the measurements behind them: ``docs/explain/maxent.md``.
 """
 
 from __future__ import annotations
@@ -541,9 +538,10 @@ def fit_maxent(
         noisy cells' prior keeping 8,000 chains' Monte Carlo variance, ``prior_chains``): mu travels far
         towards noisy tables and per-step progress limits it, not the chains' precision (tuning releases of
         Adult at epsilon 1: +0.006 to +0.014 validation NLLH at the same time, within 0.004 of 1,000-step runs;
-        ``docs/explain/maxent.md``). The noisy cells' steps are Fisher-scaled (the curvature times the
-        observation's share of the Gaussian approximation); with the release-chosen penalty the pilot runs a
-        third of ``max_iter`` (``PILOT_SHARE``) and the final fit (which continues its chains) the rest.
+        ``docs/explain/maxent.md``, "Half the chains, twice the steps"). The noisy cells' steps are
+        Fisher-scaled (the curvature times the observation's share of the Gaussian approximation); with the
+        penalty chosen from the tables the pilot runs a third of ``max_iter`` (``PILOT_SHARE``) and the final
+        fit (which continues its chains) the rest.
     l2_mu : float
         L2 penalty on mu, in units of records (the loss is a sum over N records); light, as the
         paper advises.
@@ -563,12 +561,13 @@ def fit_maxent(
         diverged). mu: default ``DEFAULT_STEP / (lambda + 1)``, lambda the tables' coupling measured on the
         chains every 25 steps (``ppgm.learners.maxent_coupling``; at most T, 29-45 on Adult): the covariance of
         the cells is centred, so tables over weakly dependent features do not add up. On noisy tables,
-        where mu travels far, this settles 2-3x sooner (``docs/explain/maxent.md``); the history's
-        ``mu_coupling`` lists the measures. On noisy tables the default mu step also carries heavy-ball
-        momentum ``MU_MOMENTUM * (1 - w)`` per cell, w the cell's share of its observation (none on exact
-        cells, none in the averaging window): mu travels far towards noisy tables (with the pilot's third of
-        ``max_iter``, +0.003 to +0.015 validation NLLH on Adult at epsilon 1 at 300 steps). A number fixes
-        either step (and drops the momentum).
+        where mu travels far, this settles 2-3x sooner (``docs/explain/maxent.md``, "mu's step from the tables'
+        coupling"); the history's ``mu_coupling`` lists the measures. On noisy tables the default mu step
+        also carries heavy-ball momentum ``MU_MOMENTUM * (1 - w)`` per cell, w the cell's share of its
+        observation (none on exact cells, none in the averaging window): mu travels far towards noisy tables
+        (with the pilot's third of ``max_iter``, +0.003 to +0.015 validation NLLH on Adult at epsilon 1 at 300
+        steps; ``docs/explain/maxent.md``, "Momentum on the noise-dominated cells"). A number fixes either step
+        (and drops the momentum).
     rescaled : bool
         Use the rescaled pseudo-gradient (d / d_hat) c_hat - c for theta (Eq. 6).
     precondition : bool
@@ -598,7 +597,8 @@ def fit_maxent(
         (default: 8,000 with the default chains, else the chains of this run). That variance sets how far
         the targets follow the noisy counts, so it shapes the fitted model; the penalty rule's refits, with
         fewer chains, pass the final fit's count so that they fit the same estimator (with their own,
-        they chose penalties half a decade too large: ``docs/explain/maxent.md``).
+        they chose penalties half a decade too large: ``docs/explain/maxent.md``, "The penalty chosen from the
+        tables").
 
     Returns
     -------
@@ -703,7 +703,9 @@ def fit_maxent(
     return PCDResult(model, state, history, gain, l2_theta)
 
 
-PILOT_SHARE = 3  # the release path's pilot runs max_iter // PILOT_SHARE steps, the final fit the rest (docs/explain/maxent.md)
+#: With the penalty chosen from the tables, the pilot runs max_iter // PILOT_SHARE steps and the final fit the rest
+#: (docs/explain/maxent.md, "The penalty chosen from the tables").
+PILOT_SHARE = 3
 
 
 def _pilot_steps(max_iter: int) -> int:
@@ -711,9 +713,10 @@ def _pilot_steps(max_iter: int) -> int:
 
 
 def _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_shards, executor, callback, settings, show):
-    """fit_maxent on noisy tables with the theta penalty chosen from the release (``ppgm.learners.maxent_rule``):
-    the pilot at the exact-data penalty, the bootstrap choice, then the pilot's chains continued at the
-    chosen penalty. One history: the pilot's steps, then the final fit's."""
+    """fit_maxent with the theta penalty chosen from the tables (``ppgm.learners.maxent_rule``): the pilot at
+    ``maxent_rule.PILOT_L2``, the bootstrap choice (candidates down to ``LOWER`` on noisy tables, ``LOWER_EXACT``
+    on exact ones), then the pilot's chains continued at the chosen penalty. One history: the pilot's steps, then
+    the final fit's."""
     rng = as_generator(seed)
     settings = dict(settings)
     prior = settings.pop("prior_chains")
@@ -870,7 +873,8 @@ class _Update:
             # large penalties a release calls for settle 5x sooner. On exact tables the full penalty stays in:
             # cells whose label rate is near 0 or 1 are held by the penalty alone, and without its damping the
             # rescaled pseudo-gradient of those cells sends PCD off on networks with near-deterministic tables
-            # (docs/maxent.md).
+            # (docs/explain/maxent.md, "Why the penalty's curvature is divided among the tables only on noisy
+            # tables").
             mu_share, th_share = (self.mu_share or T + 1, T + 1) if obs.noisy else (1.0, 1.0)
             dir_mu = g_mu / (w_d * np.maximum(d_hat, scale) + 2 * self.l2_mu / mu_share)
             dir_th = g_th / (w_c * np.maximum(h_th, scale) + 2 * self.l2_theta / th_share)

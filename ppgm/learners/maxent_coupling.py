@@ -3,9 +3,10 @@
 PCD moves each mu cell by a step times its gradient over its count (the Hessian's diagonal). Such a
 step is stable while it is below 2 / lambda, where lambda is the largest eigenvalue of the model's
 cell-indicator covariance scaled by the counts, C = D^(-1/2) Cov D^(-1/2). Every record sits in one
-cell of each of the T tables, so lambda is at most T (the bound behind the former step 1.5 / (T + 1));
+cell of each of the T tables, so lambda is at most T (the bound theta's step 1.5 / (T + 1) is sized by);
 the covariance is centred, and tables of weakly dependent features do not add up: on Adult's 105
-tables lambda is 29-45, on a random network's 78 tables 14-27 (measured in ``docs/explain/maxent.md``).
+tables lambda is 29-45, on a random network's 78 tables 14-27 (``docs/explain/maxent.md``, "mu's step from
+the tables' coupling").
 The estimate reads the persistent chains (power iteration, two vectorised passes over the chains' table
 slots per product); finite chains bias it upwards (a cell seen once couples fully with the chain's other
 cells), which errs on the safe side.

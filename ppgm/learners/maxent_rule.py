@@ -3,14 +3,17 @@
 Once PCD converges (Fisher-scaled steps on noisy tables, ``ppgm.learners.maxent``), the L2 penalty on theta is the
 regulariser, and no constant suits every data set: the quadratic logistic's validated penalty runs from 1 (a rare
 label) to 64 (a weak one) on pgmpy's bundled networks, and on noisy releases the noise moves it further
-(``docs/explain/maxent.md``). As for the naive MLE (``ppgm.learners.release_rule``), the tables choose:
+(``docs/explain/maxent.md``, "The penalty chosen from the tables"). As for the naive MLE
+(``ppgm.learners.release_rule``), the tables choose:
 
 1. pilot: the fit at :data:`PILOT_L2`;
 2. simulated tables: N records drawn from the pilot (its PCD chains, resampled, and labels from its
    conditional), tabulated into the given tables and, where they carry noise, noised with each table's law
    and scale;
-3. each refitted at candidate penalties (fewer chains, warm-started from the pilot and from the previous
-   candidate), scored by the conditional KL from the pilot over its chains;
+3. each refitted at candidate penalties, half-decades from :data:`UPPER` down to :data:`LOWER` (noisy tables)
+   or :data:`LOWER_EXACT` (exact ones) (fewer chains, warm-started from the pilot and from the previous
+   candidate, with the final fit's prior variance on noisy cells), scored by the conditional KL from the pilot
+   over its chains;
 4. the candidate of :func:`ppgm.learners.release_rule.choose_l2` (one-standard-error rule), then the final fit
    continues the pilot's chains at that penalty.
 
@@ -32,7 +35,7 @@ from .release_rule import Choice, choose_l2
 PILOT_L2 = 30.0  # the pilot's penalty (the best of 10, 20, 30, 60 on a validation split of Adult's train rows)
 UPPER, LOWER = 1000.0, 10.0  # candidates: half-decades from UPPER down to LOWER (grown upwards when the top is best)
 LOWER_EXACT = 1.0  # ... down to this on exact tables, whose only noise is sampling
-BOOT_CHAINS, BOOT_STEPS = 2000, 100  # a candidate refit: chains and PCD steps (150 before the momentum: docs/explain/maxent.md)
+BOOT_CHAINS, BOOT_STEPS = 2000, 100  # a candidate refit: chains and PCD steps (with mu's momentum, far enough)
 PATIENCE = 1  # stop the descent at the first candidate past the minimum (a refit costs a tenth of a fit)
 SCORE_CHAINS = 4000  # pilot chain states the conditional KL averages over
 
@@ -169,4 +172,4 @@ def release_l2_theta(tables: Sequence[Measurement], pilot, n: float, fit, seed=0
 
     return choose_l2(tables, n, refit, pilot.model, upper=UPPER, lower=lower, n_boot=n_boot, seed=rng, score=score,
                      simulate=lambda r: simulated_aggregates(pilot.model, chains, tables, n, r), patience=PATIENCE,
-                     one_se=True)  # measured with it (docs/explain/maxent.md); two releases, noisy scores
+                     one_se=True)  # two simulated releases give noisy scores: the most regularised within one SE

@@ -21,12 +21,15 @@ currently fitted network shows (a parametric bootstrap), and stop within that ra
 the records beyond the clearest cut where their scores along the eigenvector exceed the bootstrap's,
 refit and repeat. Then a last look for a systematic batch (records each plausible, shifted the same
 way, which no cut isolates): a two-component mixture of networks with the DAG, kept only when its
-log-likelihood gain beats BIC's penalty and its records fit in epsilon (``_Run.mixture``).
+log-likelihood gain beats BIC's penalty and its records fit in epsilon, then fitted again with the minor
+component's weight held to what epsilon allows (``_Run.mixture``).
 ``epsilon`` only bounds what may be removed; clean data loses nothing, or almost nothing (what makes a
 cut clear, and how corruption that bends the fit is caught: the constants below and the calibrated
 mode's methods). ``"paper"``: Algorithm 1 with the paper's constants on
 coordinates whitened per parent configuration. ``"single_pass"`` / ``"iterative"``: the authors'
 practice, removing exactly ``ceil(epsilon N)`` records in one or several passes.
+
+The modes, their constants and the measurements behind them: ``docs/explain/robust-filter.md``.
 """
 
 from __future__ import annotations
@@ -701,11 +704,12 @@ class _Run:
             # the minor component's weight comes out above the batch's share (a broader component takes
             # some clean records: 0.11-0.24 for a 10% batch), so it is the records likelier from it that must
             # fit in what epsilon still allows, up to MIX_ROOM times it; more is a part of the population the
-            # DAG does not capture, not corruption
+            # DAG does not capture, not corruption (docs/explain/robust-filter.md, "The default: calibrated")
             entry["reason"] = f"{likelier:,} records likelier from a second component: more than epsilon allows, not corruption"
             return blocks, None, entry
         # the batch, estimated with the minor component held to what epsilon allows: left free, it takes clean
-        # records along, and its major component's CPTs and the records removed follow it
+        # records along, and its major component's CPTs and the records removed follow it (on a miscoded column
+        # the free fit ended worse than the MLE: docs/explain/robust-filter.md, "Tried and not kept")
         state, ll, it = self._mixture_em(start, n, single, penalty, cap=room / n)
         entry.update(gain_within_epsilon=ll - single, iterations_within_epsilon=it)
         if ll - single <= penalty:
