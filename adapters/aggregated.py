@@ -439,7 +439,20 @@ class Aggregates:
         """
         if self.label not in df.columns:
             raise ValueError(f"df: label column {self.label!r} is missing")
-        return (state_text(df[self.label]) == _text(self.positive)).to_numpy(int)
+        return self.binary(df[self.label], f"df[{self.label!r}]")
+
+    def binary(self, values, name: str = "y") -> np.ndarray:
+        """Label values as 0 / 1 (1 where a value equals ``positive``); a value that is neither ``positive``
+        nor ``negative`` is refused, naming it (a label coded otherwise than the aggregates' would score
+        every record as negative)."""
+        text = state_text(pd.Series(np.asarray(values, dtype=object)))
+        pos, neg = _text(self.positive), _text(self.negative)
+        other = ~text.isin([pos, neg])
+        if other.any():
+            seen = sorted(set(text[other].astype(str)))[:5]
+            raise ValueError(f"{name}: label values {seen} are neither positive={self.positive!r} nor negative={self.negative!r}"
+                             " (the aggregates' label values; from_table takes them as positive= and negative=)")
+        return (text == pos).to_numpy(int)
 
     @classmethod
     def from_table(cls, table: pd.DataFrame, label_sums: str = "clicks", count: str = "count", *, label: str | None = None,
@@ -1596,7 +1609,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
             labels = self.aggregates_.labels(X)
         else:
             y = per_record(y, X if isinstance(X, pd.DataFrame) else None, "y")
-            labels = (state_text(pd.Series(np.asarray(y))) == _text(self.aggregates_.positive)).to_numpy(int)
+            labels = self.aggregates_.binary(y, "y")
         return nllh(labels, self.predict_proba(X)[:, self._positive_column])
 
     def to_markov_network(self) -> DiscreteMarkovNetwork:

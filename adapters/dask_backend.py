@@ -16,7 +16,6 @@ import numpy as np
 from ppgm.factors.domain import Domain
 from ppgm.core.executor import BlockLost, RecordBlock, add_all, tree_reduce
 from ppgm.learners.robust_filter import FilterResult, filter_known_topology
-from ppgm.core import checks
 
 LOST = {"CancelledError", "FutureCancelledError", "FuturesCancelledError", "KilledWorker", "FutureLost", "LostDependency"}
 
@@ -181,12 +180,8 @@ def filter_dask(
     domain: Domain,
     parents: Mapping,
     epsilon: float,
-    mode: str = "iterative",
-    rounds: int = 4,
-    seed=None,
-    tol: float = 1e-6,
     client=None,
-    progress: bool = True,
+    **options,
 ) -> FilterResult:
     """:func:`ppgm.learners.robust_filter.filter_known_topology` on a Dask array of integer codes: the engine's
     filter on the array's row chunks, which stay on the workers (the caller holds vectors of the
@@ -200,9 +195,10 @@ def filter_dask(
     domain : ppgm.Domain
     parents : mapping
     epsilon : float
-    mode, rounds, seed, tol, progress
-        As :func:`ppgm.learners.robust_filter.filter_known_topology`.
     client : distributed.Client, optional
+    **options
+        :func:`ppgm.learners.robust_filter.filter_known_topology`'s options (``mode``, ``rounds``, ``seed``,
+        ``tol``, ``progress``, ...), with its defaults: the same filter, another executor.
 
     Returns
     -------
@@ -221,14 +217,14 @@ def filter_dask(
     >>> bool((res.inlier_mask.compute() == mem.inlier_mask).all()), res.history[0]["removed"]
     (True, 200)
     """
-    checks.flag(progress, "progress")
     import dask.array as da
 
     if not (is_dask(records) and getattr(records, "ndim", 0) == 2):
         raise TypeError(f"records: expected a 2-D Dask array of integer codes, got {type(records).__name__}"
                         " (for an in-memory array use ppgm.filter_known_topology)")
-    res = filter_known_topology(array_blocks(records, client), domain, parents, epsilon, mode=mode, rounds=rounds,
-                                seed=seed, tol=tol, progress=progress)
+    if "block_rows" in options:
+        raise TypeError("block_rows: the Dask array's row chunks are the blocks; rechunk the array instead")
+    res = filter_known_topology(array_blocks(records, client), domain, parents, epsilon, **options)
     masks = res.inlier_blocks.persist()
     sizes = masks.map(len).collect()
     masks = masks.parts

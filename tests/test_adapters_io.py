@@ -115,6 +115,22 @@ def test_a_long_table_that_counts_different_records_is_refused(clicks):
         pa.Aggregates.from_table(noisy, noise="laplace", scale=1.0)
 
 
+def test_rows_whose_label_values_are_not_the_aggregates_are_refused_not_scored_as_negatives(clicks):
+    df, long = clicks
+    text = df.assign(y=df["y"].map({1: "click", 0: "none"}))
+    agg = pa.Aggregates.from_table(long, label="y")          # the report's sums count y == 1
+    clf = pa.MaxEntClassifier(n_chains=300, max_iter=20, seed=3, progress=False).fit(agg)
+    with pytest.raises(ValueError, match=r"df\['y'\]: label values \['click', 'none'\] are neither positive=1 nor negative=0"):
+        clf.score(text)
+    with pytest.raises(ValueError, match=r"y: label values \['2'\] are neither"):
+        clf.score(df.drop(columns="y"), df["y"].replace({0: 2}))
+    # named as the rows have them, the same fit scores the same
+    named = pa.Aggregates.from_table(long, label="y", positive="click", negative="none")
+    clf_named = pa.MaxEntClassifier(n_chains=300, max_iter=20, seed=3, progress=False).fit(named)
+    assert clf_named.score(text) == clf.score(df)
+    assert clf.score(df.drop(columns="y"), df["y"]) == clf.score(df)
+
+
 def test_noisy_long_tables_carry_their_noise_into_the_fit(clicks):
     df, long = clicks
     rng = np.random.default_rng(5)

@@ -245,7 +245,8 @@ class ReducedRows:
             if not n_msg:
                 continue
             mstart = (np.cumsum(msize) - msize).astype(np.int64)
-            c2m, parent_side, rounds, m0 = [], [], {}, 0
+            c2m, parent_side, m0 = [], [], 0
+            rounds: dict[int, int] = {}
             for c, p, ms, up, ctab, ptab in edges:
                 row_msg = np.full(B, n_msg, dtype=np.int64)  # the dummy slot n_msg for the rows it does not carry
                 row_msg[up] = mstart[m0:m0 + up.size]
@@ -262,8 +263,7 @@ class ReducedRows:
                     parent_side.append((r, pc, np.repeat(row_msg[up], n_up) + ptab[ip["li"][pc - ip["start"]]]))
             lo, hi = info[kids[0]]["start"], info[kids[-1]]["start"] + info[kids[-1]]["size"]
             parent_side.sort(key=lambda t: t[0])  # stable: by round, edges in level order within one
-            sizes = [t[1].size for t in parent_side]
-            bounds = np.cumsum([0] + sizes)
+            bounds = np.cumsum([0] + [t[1].size for t in parent_side])
             firsts = [[t[0] for t in parent_side].index(r) for r in range(max(rounds.values()))]
             cuts = [int(bounds[i]) for i in firsts] + [int(bounds[-1])]
             self.levels.append(dict(lo=lo, hi=hi, c2m=_compact(np.concatenate(c2m)),
@@ -333,7 +333,7 @@ class ReducedRows:
             log_z = np.bincount(brow, weights=np.where(top > _LOWEST, top, 0.0), minlength=B)
             ups = []
             for L in reversed(self.levels):  # deepest level first: messages to the parents
-                m = np.bincount(L["c2m"], weights=E[L["lo"]:L["hi"]], minlength=L["n_msg"] + 1)[:L["n_msg"]]
+                m: np.ndarray = np.bincount(L["c2m"], weights=E[L["lo"]:L["hi"]], minlength=L["n_msg"] + 1)[:L["n_msg"]]
                 s = np.maximum.reduceat(m, L["mstart"])
                 s = np.where(s > 0, s, 1.0)
                 m /= np.repeat(s, L["msize"])
