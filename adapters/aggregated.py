@@ -444,9 +444,15 @@ class Aggregates:
     def binary(self, values, name: str = "y") -> np.ndarray:
         """Label values as 0 / 1 (1 where a value equals ``positive``); a value that is neither ``positive``
         nor ``negative`` is refused, naming it (a label coded otherwise than the aggregates' would score
-        every record as negative)."""
+        every record as negative). Without a declared ``negative`` (a private release), one other value."""
         text = state_text(pd.Series(np.asarray(values, dtype=object)))
-        pos, neg = _text(self.positive), _text(self.negative)
+        pos = _text(self.positive)
+        if self.negative is None:  # a private release declares the positive value only: one other value is the negative
+            others = sorted(set(text[text != pos].astype(str)))
+            if len(others) > 1:
+                raise ValueError(f"{name}: label values {others[:5]} besides positive={self.positive!r}; a binary label has one other value")
+            return (text == pos).to_numpy(int)
+        neg = _text(self.negative)
         other = ~text.isin([pos, neg])
         if other.any():
             seen = sorted(set(text[other].astype(str)))[:5]

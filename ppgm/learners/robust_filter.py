@@ -22,7 +22,9 @@ the records beyond the clearest cut where their scores along the eigenvector exc
 refit and repeat. Then a last look for a systematic batch (records each plausible, shifted the same
 way, which no cut isolates): a two-component mixture of networks with the DAG, kept only when its
 log-likelihood gain beats BIC's penalty and its records fit in epsilon, then fitted again with the minor
-component's weight held to what epsilon allows (``_Run.mixture``).
+component's weight held to what epsilon allows (``_Run.mixture``). When neither is found and the
+eigenvalue is still far beyond clean data's range (``PEEL`` times), the highest scores along it are
+removed a step at a time until it is back in range (``_Run.peel``).
 ``epsilon`` only bounds what may be removed; clean data loses nothing, or almost nothing (what makes a
 cut clear, and how corruption that bends the fit is caught: the constants below and the calibrated
 mode's methods). ``"paper"``: Algorithm 1 with the paper's constants on
@@ -53,6 +55,8 @@ from ..models.cpts import CPTLayout, conditional_probabilities
 MODES = ("calibrated", "paper", "single_pass", "iterative")
 MIN_EXCESS = 1e-3  # calibrated mode: an excess of extreme scores below this fraction of N is not worth a round
 PRECISION = 0.9  # calibrated mode: share of the records beyond a cut that must be in excess of clean data
+PEEL = 3.0  # calibrated mode: with the mixture rejected, an eigenvalue this many times its clean-data range is peeled ...
+PEEL_STEP = 0.25  # ... this share of epsilon N at a time, the highest scores along the refitted eigenvector
 FAR = 10.0  # calibrated mode: an eigenvalue this many times its clean-data range is corruption for sure
 BUDGET_STEP = 0.9  # calibrated mode: share of the remaining budget a round may spend when the excess reaches past it
 MIX_ITER = 100  # calibrated mode's mixture check: EM iterations at most (a batch's mixture settles in 10-50) ...
@@ -595,6 +599,13 @@ def filter_known_topology(
             counts = mixed
             history[-1]["kept"] = int(round(blocks.reduce(_n_kept)))
             history[-1]["estimated_fraction"] = run.estimated
+        elif PEEL is not None and abs(history[-1]["eigenvalue"]) > PEEL * history[-1].get("null_threshold", np.inf):
+            # corruption beyond doubt that neither a cut nor a second network isolates (a batch spread
+            # over the scores' bulk, one column recoded): remove it as the quota modes do, a step at a
+            # time, while the eigenvalue stays beyond clean data's range
+            blocks, peeled = run.peel(blocks, history[-1]["null_threshold"])
+            history.extend(peeled)
+            counts = run.counts(blocks)
     probs = conditional_probabilities(counts)
     cpts = {v: p.reshape(domain.shape(layout.parents[v]) + (domain.card(v),)) for v, p in zip(domain.variables, probs)}
     model = BayesianNetwork(domain, layout.parents, cpts)
@@ -657,6 +668,28 @@ class _Run:
             blocks = scored.map(_drop_top, t=t, kt=kt, key_seed=self.key_seed).persist()
         entry["threshold"] = t if n_drop else float("inf")
         return blocks, self._removed(blocks, entry)
+
+    def peel(self, blocks: Blocks, threshold: float) -> tuple[Blocks, list]:
+        """The calibrated mode's last resort, when the eigenvalue is ``PEEL`` times beyond clean data's range
+        ``threshold`` and no clear cut nor mixture explains it: remove ``PEEL_STEP`` epsilon N records at a
+        time, the highest scores along the refitted top eigenvector (as the ``"iterative"`` mode does), while
+        the eigenvalue stays beyond ``threshold`` and epsilon allows. Clean data never get here: their
+        eigenvalue is within its range. One history entry per step (``direction`` ``"peel"``)."""
+        entries = []
+        while True:
+            counts = self.counts(blocks)
+            op = _Operator.build(self.layout, self.cells, counts, whiten=False)
+            lam, h = op.top(blocks, self.rng, self.tol)
+            entry = {"eigenvalue": lam, "kept_before": int(round(op.n)), "null_threshold": threshold, "direction": "peel"}
+            budget = int(np.floor(self.epsilon * self.N)) - (self.N - int(round(op.n)))
+            k = min(budget, int(np.ceil(PEEL_STEP * self.epsilon * self.N)))
+            if abs(lam) <= threshold or k < 1:
+                entries.append(dict(entry, removed=0, kept=entry["kept_before"], stopped="peeled" if k >= 1 else "epsilon budget spent"))
+                return blocks, entries
+            scored = blocks.map(_scored, h=h).persist()
+            t, kt = _top_records(scored, k, self.key_seed)
+            blocks = scored.map(_drop_top, t=t, kt=kt, key_seed=self.key_seed).persist()
+            entries.append(self._removed(blocks, dict(entry, threshold=t)))
 
     def mixture(self, blocks: Blocks, h: np.ndarray) -> tuple[Blocks, list | None, dict]:
         """The calibrated mode's last look: is what is left a batch away from the rest?
