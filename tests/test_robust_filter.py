@@ -339,3 +339,29 @@ def test_a_miscoded_column_is_removed_within_epsilon_and_never_worse_than_the_ml
     tv_filter = total_variation(bn, res.model, method="exact")
     assert tv_filter < tv_mle - 0.01
     assert (~res.inlier_mask).sum() <= 0.1 * len(x)
+
+
+def test_a_batch_that_neither_a_cut_nor_the_mixture_isolates_is_peeled_and_the_fit_improves(monkeypatch):
+    """HEPAR2 (pgmpy's bundled network, 70 nodes), 100,000 records of which 10% have one column miscoded:
+    the eigenvalue stays beyond three times clean data's range, no cut is clear and the mixture's gain is
+    below BIC's penalty for a whole second network. The default then removes the highest scores along the
+    eigenvector a step at a time: closer to the truth than the same filter without that last step and than
+    the MLE (TV on the same 100,000 draws), within epsilon."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_robust_filter import corrupted
+    from ppgm.adapters import bayes_from_pgmpy, load_bif_example
+
+    truth = bayes_from_pgmpy(load_bif_example("hepar2"))
+    x, _ = corrupted(truth, "miscode 10%", 100_000, np.random.default_rng([1, 2, 2]))
+    tv = lambda m: total_variation(truth, m, method="sample", n_samples=100_000, seed=5)  # noqa: E731
+    res = filter_known_topology(x, truth.domain, truth.parents, 0.1, seed=1, progress=False)
+    assert any(h.get("direction") == "peel" and h["removed"] for h in res.history)
+    assert (~res.inlier_mask).sum() <= 0.1 * len(x)
+    monkeypatch.setattr(rf, "PEEL", None)
+    unpeeled = filter_known_topology(x, truth.domain, truth.parents, 0.1, seed=1, progress=False)
+    assert not any(h.get("direction") == "peel" for h in unpeeled.history)
+    assert tv(res.model) < tv(unpeeled.model) - 0.02
+    assert tv(res.model) < tv(empirical_cpts(x, truth.domain, truth.parents)) - 0.03

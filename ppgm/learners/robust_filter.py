@@ -599,10 +599,12 @@ def filter_known_topology(
             counts = mixed
             history[-1]["kept"] = int(round(blocks.reduce(_n_kept)))
             history[-1]["estimated_fraction"] = run.estimated
-        elif PEEL is not None and abs(history[-1]["eigenvalue"]) > PEEL * history[-1].get("null_threshold", np.inf):
+        elif (PEEL is not None and not history[-1]["mixture"].get("population")
+              and abs(history[-1]["eigenvalue"]) > PEEL * history[-1].get("null_threshold", np.inf)):
             # corruption beyond doubt that neither a cut nor a second network isolates (a batch spread
             # over the scores' bulk, one column recoded): remove it as the quota modes do, a step at a
-            # time, while the eigenvalue stays beyond clean data's range
+            # time, while the eigenvalue stays beyond clean data's range. Not when the mixture check found
+            # a second population heavier than epsilon: that is the DAG missing a group, not corruption
             blocks, peeled = run.peel(blocks, history[-1]["null_threshold"])
             history.extend(peeled)
             counts = run.counts(blocks)
@@ -671,7 +673,7 @@ class _Run:
 
     def peel(self, blocks: Blocks, threshold: float) -> tuple[Blocks, list]:
         """The calibrated mode's last resort, when the eigenvalue is ``PEEL`` times beyond clean data's range
-        ``threshold`` and no clear cut nor mixture explains it: remove ``PEEL_STEP`` epsilon N records at a
+        ``threshold`` and no clear cut nor mixture explains it (nor a second population heavier than epsilon): remove ``PEEL_STEP`` epsilon N records at a
         time, the highest scores along the refitted top eigenvector (as the ``"iterative"`` mode does), while
         the eigenvalue stays beyond ``threshold`` and epsilon allows. Clean data never get here: their
         eigenvalue is within its range. One history entry per step (``direction`` ``"peel"``)."""
@@ -739,6 +741,7 @@ class _Run:
             # fit in what epsilon still allows, up to MIX_ROOM times it; more is a part of the population the
             # DAG does not capture, not corruption (docs/explain/robust-filter.md, "The default: calibrated")
             entry["reason"] = f"{likelier:,} records likelier from a second component: more than epsilon allows, not corruption"
+            entry["population"] = True
             return blocks, None, entry
         # the batch, estimated with the minor component held to what epsilon allows: left free, it takes clean
         # records along, and its major component's CPTs and the records removed follow it (on a miscoded column
