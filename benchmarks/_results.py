@@ -45,6 +45,13 @@ def machine() -> str:
     return f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores, {platform.machine()}"
 
 
+def read_section(name: str) -> str:
+    """The text of the section delimited by ``<!-- begin NAME -->`` / ``<!-- end NAME -->`` (empty when absent)."""
+    text = RESULTS.read_text() if RESULTS.exists() else ""
+    found = re.search(rf"<!-- begin {re.escape(name)} -->(.*?)<!-- end {re.escape(name)} -->", text, re.S)
+    return found.group(1).strip() if found else ""
+
+
 def write_section(name: str, markdown: str) -> None:
     """Replace (or append) the section delimited by ``<!-- begin NAME -->`` / ``<!-- end NAME -->``."""
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\nEach section is written by the script it names; rerun the script to refresh it.\n"

@@ -28,7 +28,7 @@ Experiments
   xor          the paper's Sec. 4.2 counter-example with exact aggregates (N = 1e6): predictions
                must reduce to 0.9 / 0.1
 
-Run: python benchmarks/bench_maxent.py [--quick]
+Run: python benchmarks/bench_maxent.py [--quick] [--only adult noisy known]
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _baselines import quadratic_logistic  # noqa: E402
-from _results import machine, write_section  # noqa: E402
+from _results import machine, read_section, write_section  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
@@ -264,20 +264,39 @@ def xor():
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="one seed, epsilon 1 only")
+    ap.add_argument("--only", nargs="+", choices=list(PARTS), help="re-run these subsections and keep the others as RESULTS has them "
+                    "(the noisy one takes an hour or more)")
     args = ap.parse_args(argv)
     args.seeds = [0] if args.quick else [0, 1, 2]
     args.epsilons = [1.0] if args.quick else [1.0, 5.0, 10.0]
     args.longer = [1000] if args.quick else [1000, 3000]
-    table, agg, train, test = adult(args)
-    parts = [
-        f"## MaxEnt from aggregates\n\n`python benchmarks/bench_maxent.py{' --quick' if args.quick else ''}` on {machine()}.",
-        "### Adult\n\n" + table,
-        "### Noisy aggregates: the theta penalty chosen from the release\n\n" + NOISY_NOTE + "\n\n" + noisy(agg, train, test, args),
-        "### Known answers\n\n" + synthetic() + "\n\n" + xor(),
-    ]
+    run = args.only or list(PARTS)
+    kept = _subsections(read_section("maxent")) if args.only else {}
+    table, agg, train, test = adult(args) if {"adult", "noisy"} & set(run) else (None, None, None, None)
+    body = {"adult": lambda: table, "noisy": lambda: NOISY_NOTE + "\n\n" + noisy(agg, train, test, args),
+            "known": lambda: synthetic() + "\n\n" + xor()}
+    parts = [f"## MaxEnt from aggregates\n\n`python benchmarks/bench_maxent.py{' --quick' if args.quick else ''}` on {machine()}"
+             + ("." if not args.only else f" (subsections {', '.join(run)}; the others as of the last full run).")]
+    for key, title in PARTS.items():
+        parts.append(f"### {title}\n\n" + (body[key]() if key in run else kept[title]))
     text = "\n\n".join(parts)
     print(text)
     write_section("maxent", text)
+
+
+PARTS = {"adult": "Adult", "noisy": "Noisy aggregates: the theta penalty chosen from the release", "known": "Known answers"}
+
+
+def _subsections(section: str) -> dict:
+    """The section's subsections by title (text after each ``### title`` line up to the next)."""
+    out, title = {}, None
+    for line in section.splitlines():
+        if line.startswith("### "):
+            title = line[4:].strip()
+            out[title] = []
+        elif title is not None:
+            out[title].append(line)
+    return {k: "\n".join(v).strip() for k, v in out.items()}
 
 
 if __name__ == "__main__":
