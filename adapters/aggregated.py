@@ -444,7 +444,30 @@ class Aggregates:
     def binary(self, values, name: str = "y") -> np.ndarray:
         """Label values as 0 / 1 (1 where a value equals ``positive``); a value that is neither ``positive``
         nor ``negative`` is refused, naming it (a label coded otherwise than the aggregates' would score
-        every record as negative). Without a declared ``negative`` (a private release), one other value."""
+        every record as negative). Without a declared ``negative`` (a private release), one other value.
+
+        Parameters
+        ----------
+        values : array-like
+            Label values, as the rows have them.
+        name : str
+            The argument's name in error messages.
+
+        Returns
+        -------
+        numpy.ndarray of int
+
+        Examples
+        --------
+        >>> df = pd.DataFrame({"a": ["x", "y", "x", "y"], "y": ["yes", "no", "yes", "no"]})
+        >>> agg = aggregate(df, label="y", positive="yes", negative="no")
+        >>> agg.binary(["no", "yes"]).tolist()
+        [0, 1]
+        >>> agg.binary(["maybe"])
+        Traceback (most recent call last):
+        ...
+        ValueError: y: label values ['maybe'] are neither positive='yes' nor negative='no' (the aggregates' label values; from_table takes them as positive= and negative=)
+        """
         text = state_text(pd.Series(np.asarray(values, dtype=object)))
         pos = _text(self.positive)
         if self.negative is None:  # a private release declares the positive value only: one other value is the negative
