@@ -166,14 +166,15 @@ def _generate(dom, ms, published, parts, chosen, accountant, rng, estimator, syn
     seconds = {"select": time.perf_counter() - started}
     t0 = time.perf_counter()
     N = population_size(ms)
+    warm = rounds_fit.model if rounds_fit is not None else None  # AIM's last round: the naive fit's pilot, nearly
     if estimator == "rounds":
         fit = rounds_fit
     elif estimator == "cgm":
-        fit = cgm_em(dom, ms, N=N, progress=progress, seed=fit_rng)
+        fit = cgm_em(dom, ms, N=N, progress=progress, seed=fit_rng, warm_start=warm)
     else:
         # a synthetic release is judged by its marginals: the weight that recovers them best in total variation
         # (the KL rule's weight, several times larger, lost 0.001-0.0014 of 2-way TV on AIM's releases)
-        fit = naive_mle(dom, ms, N=N, seed=fit_rng, criterion="tv")
+        fit = naive_mle(dom, ms, N=N, seed=fit_rng, criterion="tv", warm_start=warm)
     seconds["fit"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     n_draw = n_synthetic if n_synthetic is not None else max(int(round(N)), 1)

@@ -1,4 +1,4 @@
-"""AIM-style private synthesis against OpenDP's AIM (issue #34): the same budget, the same public
+"""AIM-style private synthesis against OpenDP's AIM: the same budget, the same public
 domain, the same workload; ppgm selects with the paper's loop (``ppgm.adapters.aim_release``) and
 fits the published tables with its own learners.
 
@@ -9,13 +9,16 @@ Mechanisms (one record per individual, zCDP rho, private noise and selection on 
                     keys for every column, its defaults (T = 16 d rounds, 90% of each round on
                     measuring, 80 MB model cap, private-pgm's mirror descent warm-started each round).
   ppgm AIM, rounds' fit   ``aim_release(workload=k, estimator="rounds")``: the paper's Algorithm 1
-                    (naive refits between rounds, l2 = 1 / N); the model is the last round's fit.
+                    (naive refits between rounds, l2 = 1 / N, warm from the previous round and stopped
+                    once the scores that choose the next round are settled); the model is the last
+                    round's fit, converged. Rows "(refits to convergence)": logged runs of the library
+                    when every round's refit converged and the final fits started cold.
   ppgm AIM, naive MLE / CGM-EM   the same release's published tables refitted by the naive MLE /
                     CGM-EM with the release-chosen regularisation (``--estimators``; the naive weight
                     by total variation, as ``aim_release`` chooses it); a row's time is the release's
                     selection time plus its own fit.
-  ppgm AIM, naive MLE (KL rule)   runs logged before session 20, when the naive weight was chosen
-                    by KL (the rule's default for ``naive_mle``).
+  ppgm AIM, naive MLE (KL rule)   logged runs whose naive weight was chosen by KL (the rule's
+                    default for ``naive_mle``) rather than by total variation.
 The workload is every k-way marginal (k = 2 or 3), the candidates their subsets; the table reports
 the mean total variation over all 2-way and all 3-way marginals whichever the workload, and, for CHILD
 and INSURANCE (drawn from pgmpy's networks), KL(true || fit) on 50,000 fresh records from the network.
@@ -27,13 +30,15 @@ and the table is rebuilt from all runs in the log (``--from-log``): a cell shows
 Requirements: ``pip install "opendp[mbi,polars]==0.16.0"`` (see bench_synthesis.py).
 
 Run: python benchmarks/bench_aim.py [--datasets adult child] [--rhos 0.005 0.05 0.5] [--workloads 2 3]
-     [--methods opendp ppgm] [--reps 1] [--log benchmarks/aim_runs.jsonl] [--from-log]
+     [--methods opendp ppgm] [--reps 1] [--seed N] [--estimators rounds naive cgm]
+     [--log benchmarks/aim_runs.jsonl] [--from-log] [--no-write]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import warnings
@@ -56,13 +61,15 @@ from ppgm.inference.marginals import infer  # noqa: E402
 from ppgm.inference.junction_tree import JunctionTree  # noqa: E402
 
 LABELS = {"rounds": "ppgm AIM, rounds' fit", "naive": "ppgm AIM, naive MLE", "cgm": "ppgm AIM, CGM-EM"}
-KL_RULE = "ppgm AIM, naive MLE (KL rule)"  # runs before session 20: the naive weight chosen by the KL criterion
+KL_RULE = "ppgm AIM, naive MLE (KL rule)"  # logged runs whose naive weight was chosen by the KL criterion
 DATASETS = {"adult": ("Adult", adult), "child": ("CHILD (30,000 records)", child),
             # held out: checks aim_release's defaults (estimator, refit tolerance), which were set on Adult and CHILD
             "insurance": ("INSURANCE (20,000 records; held out)", lambda: bif_codes("insurance", 20_000, seed=2023))}
 NETWORKS = {"child": "child", "insurance": "insurance"}  # data sets drawn from a known network: KL(true || fit) too
 KL_DRAWS, KL_SEED = 50_000, 77  # fresh records from the network for the KL estimate
 LOG = Path(__file__).with_name("aim_runs.jsonl")
+PHASES = ("sizes", "scores", "refit")  # the rounds' parts (ppgm.synthesis.aim.AIMRun.history's seconds)
+ENGINE = "settled"  # runs whose rounds refit until the scores settle (logged runs without it refitted to convergence)
 SAVED = Path("/tmp/ppgm_bench_aim")  # OpenDP's fitted log-potentials, one file per release
 
 
@@ -116,60 +123,95 @@ class NetworkKL:
         return float(np.mean(self.log_true - log_fit))
 
 
-def run_ppgm(codes, states, rho: float, k: int, estimators=("rounds", "naive", "cgm")):
+def run_ppgm(codes, states, rho: float, k: int, estimators=("rounds", "naive", "cgm"), seed=None):
     """One private release (AIM's rounds), then each final fit of its published tables, timed apart
-    (yields a row per fit as it ends)."""
+    (yields a row per fit as it ends). The final fits start from the rounds' last model, as
+    ``aim_release`` does (``warm_start``). ``seed``: the release's randomness (None: fresh), so that two
+    versions of the library can be compared on the same release noise. Run against a version whose
+    rounds refit to convergence (``PYTHONPATH`` at its checkout), its rows are logged without the
+    per-phase times and the final fits start cold."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rel = aim_release(codes, states, rho=rho, workload=k, estimator="rounds", progress=False)
-        select = rel.seconds["select"]
-        info = {"rounds": len(rel.selected), "cells": rel.history[-1]["cells"], "select_s": select,
-                "annealed": int(sum(h["annealed"] for h in rel.history))}
+        load = os.getloadavg()[0]
+        c0 = time.process_time()
+        rel = aim_release(codes, states, rho=rho, workload=k, estimator="rounds", progress=False, seed=seed)
+        select, select_cpu = rel.seconds["select"], time.process_time() - c0
+        info = {"rounds": len(rel.selected), "cells": rel.history[-1]["cells"], "select_s": select, "select_cpu": select_cpu,
+                "annealed": int(sum(h["annealed"] for h in rel.history)), "load": load, "seed": seed}
+        settled = "seconds" in rel.history[-1]
+        if settled:
+            info.update(phases={p: float(sum(h["seconds"][p] for h in rel.history)) for p in PHASES}, engine=ENGINE)
+        warm = {"warm_start": rel.fit.model} if settled else {}
         ms = _measurements(rel.tables.measurements())
         dom = rel.tables.domain
         for est in estimators:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             if est == "rounds":
                 model = rel.fit.model
-            elif est == "naive":
-                model = naive_mle(dom, ms, N=population_size(ms), seed=0, criterion="tv").model  # as aim_release's
+            elif est == "naive":  # as aim_release's
+                model = naive_mle(dom, ms, N=population_size(ms), seed=0, criterion="tv", **warm).model
             else:
-                model = cgm_em(dom, ms, N=population_size(ms), seed=0, progress=False).model
+                model = cgm_em(dom, ms, N=population_size(ms), seed=0, progress=False, **warm).model
             fit_s = time.perf_counter() - t0
-            yield LABELS[est], model, select + fit_s, {**info, "fit_s": fit_s}
+            yield LABELS[est], model, select + fit_s, {**info, "fit_s": fit_s, "fit_cpu": time.process_time() - c0}
 
 
 def _kl_cell(rs: list[dict]) -> str:
-    """Mean KL over the runs that measured it, and their number (runs logged before session 20 have none)."""
+    """Mean KL over the runs that measured it, and their number (runs logged when the naive weight was chosen by KL have none)."""
     kls = [x["kl"] for x in rs if "kl" in x]
     return f"{np.mean(kls):.2f} ({len(kls)})" if kls else ""
+
+
+def _label(r: dict) -> str:
+    """The table's method: ppgm's runs logged before the rounds settled their refits are rows of their own."""
+    ppgm = r["method"].startswith("ppgm")
+    return r["method"] + (" (refits to convergence)" if ppgm and r["info"].get("engine") != ENGINE else "")
+
+
+def _phase_cells(rs: list[dict]) -> str:
+    """Median seconds of the selection (its sizes / scores / refits where logged) and of the fit."""
+    sel = [x["info"]["select_s"] for x in rs if "select_s" in x["info"]]
+    fit = [x["info"]["fit_s"] for x in rs if "fit_s" in x["info"]]
+    ph = [x["info"]["phases"] for x in rs if "phases" in x["info"]]
+    parts = f" ({' / '.join(f'{np.median([p[k] for p in ph]):.0f}' for k in PHASES)})" if ph else ""
+    load = [x["info"]["load"] for x in rs if "load" in x["info"]]
+    return (f"{np.median(sel):.0f}{parts}" if sel else "") + " | " + (f"{np.median(fit):.0f}" if fit else "") + " | " + (
+        f"{np.median(load):.1f}" if load else "")
 
 
 def table(rows: list[dict]) -> str:
     lines = ["## AIM-style synthesis against OpenDP's AIM (`benchmarks/bench_aim.py`)", "",
              f"Machine: {machine()}. zCDP rho, one record per individual, public domain, private noise and selection on both "
              "sides; the workload is every k-way marginal. Mean total variation of the fitted model's marginals over all "
-             "2-way and all 3-way marginals, mean over the runs (their number in the last column); seconds per release "
-             "(selection and fit; ppgm's rows share one release: its selection time plus each row's own fit).", ""]
+             "2-way and all 3-way marginals, mean over the runs (their number in the last column); seconds per release, "
+             "median over the runs (selection and fit; ppgm's rows share one release: its selection time plus each row's "
+             "own fit). Selection: counting, noise and the rounds, with the rounds' size checks / scores / refits; fit: the "
+             "row's final fit (CGM-EM's includes choosing its regularisation). Load: the machine's one-minute load average "
+             "when the release started (2 cores shared with other work: above 2, the runs waited for a core).", ""]
     for ds in dict.fromkeys(r["dataset"] for r in rows):
         with_kl = any("kl" in r for r in rows if r["dataset"] == ds)
-        lines += [f"### {ds}", "", "| rho | workload | method | 2-way TV | 3-way TV | seconds | rounds | runs |"
-                  + (" KL(true \\|\\| fit), nats (runs) |" if with_kl else ""),
-                  "| --- | --- | --- | --- | --- | --- | --- | --- |" + (" --- |" if with_kl else "")]
+        lines += [f"### {ds}", "", "| rho | workload | method | 2-way TV | 3-way TV | seconds | selection (sizes / scores / "
+                  "refits) | fit | load | rounds | runs |" + (" KL(true \\|\\| fit), nats (runs) |" if with_kl else ""),
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |" + (" --- |" if with_kl else "")]
         cells: dict = {}
         for r in rows:
             if r["dataset"] == ds:
-                cells.setdefault((r["rho"], r["k"], r["method"]), []).append(r)
+                cells.setdefault((r["rho"], r["k"], _label(r)), []).append(r)
         order = {"OpenDP AIM": 0, LABELS["rounds"]: 1, KL_RULE: 2, LABELS["naive"]: 3, LABELS["cgm"]: 4}
-        for (rho, k, method), rs in sorted(cells.items(), key=lambda kv: (kv[0][0], kv[0][1], order.get(kv[0][2], 9))):
+
+        def rank(method: str) -> tuple:
+            base = method.replace(" (refits to convergence)", "")
+            return (order.get(base, 9), method != base)
+        for (rho, k, method), rs in sorted(cells.items(), key=lambda kv: (kv[0][0], kv[0][1], rank(kv[0][2]))):
             rounds = [x["info"].get("rounds", x["info"].get("cliques")) for x in rs]
             lines.append(f"| {rho:g} | {k}-way | {method} | {np.mean([x['tv2'] for x in rs]):.4f} | "
-                         f"{np.mean([x['tv3'] for x in rs]):.4f} | {np.median([x['secs'] for x in rs]):.0f} | "
+                         f"{np.mean([x['tv3'] for x in rs]):.4f} | {np.median([x['secs'] for x in rs]):.0f} | {_phase_cells(rs)} | "
                          f"{np.mean(rounds):.0f} | {len(rs)} |" + (f" {_kl_cell(rs)} |" if with_kl else ""))
         lines.append("")
-    lines.append("Rounds: ppgm's selected marginals; for OpenDP, the cliques of its final model. KL: for the data sets drawn "
-                 f"from a pgmpy network, KL(true || fit) estimated on {KL_DRAWS:,} fresh records from the network (exact "
-                 "log-probabilities on both sides; logged from session 20 on, so over fewer runs than the TV).")
+    lines.append("Rounds: ppgm's selected marginals; for OpenDP, the cliques of its final model. \"(refits to convergence)\": ppgm's "
+                 "runs whose rounds refitted the model to every cell's tolerance and whose final fits started cold. KL: for the "
+                 f"data sets drawn from a pgmpy network, KL(true || fit) estimated on {KL_DRAWS:,} fresh records from the network "
+                 "(exact log-probabilities on both sides; logged for fewer runs than the TV).")
     return "\n".join(lines)
 
 
@@ -206,6 +248,7 @@ def main() -> None:
     ap.add_argument("--workloads", nargs="+", type=int, default=[2, 3])
     ap.add_argument("--methods", nargs="+", default=["opendp", "ppgm"], choices=["opendp", "ppgm"])
     ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=None, help="ppgm's release seed (the same noise for two versions of it)")
     ap.add_argument("--estimators", nargs="+", default=["rounds", "naive", "cgm"], choices=list(LABELS))
     ap.add_argument("--log", type=Path, default=LOG)
     ap.add_argument("--from-log", action="store_true", help="only rebuild the table from the log")
@@ -215,7 +258,7 @@ def main() -> None:
                          "saved files and logged rows pair one to one")
     args = ap.parse_args()
     if not args.from_log:
-        runners = {"opendp": run_opendp, "ppgm": lambda c, s, r, k: run_ppgm(c, s, r, k, args.estimators)}
+        runners = {"opendp": run_opendp, "ppgm": lambda c, s, r, k: run_ppgm(c, s, r, k, args.estimators, args.seed)}
         for key in args.datasets:
             name, load = DATASETS[key]
             codes, states = load()

@@ -464,7 +464,8 @@ def _bomb(source: str, member: str) -> str:
 # running one malformed call
 
 
-# attributes that differ between two identical calls: wall times, a sampler's live state
+# attributes (and dict keys, such as a history's per-round times) that differ between two identical calls:
+# wall times, a sampler's live state
 VOLATILE = {"seconds", "state_"}
 
 
@@ -486,7 +487,7 @@ def fingerprint(x, depth: int = 0) -> Any:
     if isinstance(x, DiscreteBayesianNetwork):
         return ("bn", sorted(x.edges()), [(c.variable, c.values.tobytes(), repr(c.state_names)) for c in x.get_cpds()])
     if isinstance(x, dict):
-        return ("dict", [(repr(k), fingerprint(v, depth + 1)) for k, v in x.items()])
+        return ("dict", [(repr(k), fingerprint(v, depth + 1)) for k, v in x.items() if k not in VOLATILE])
     if isinstance(x, (list, tuple)):
         return (type(x).__name__, [fingerprint(v, depth + 1) for v in x])
     if isinstance(x, float) and math.isnan(x):

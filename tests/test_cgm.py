@@ -355,3 +355,35 @@ def test_naive_mle_on_a_shared_oracle_is_the_same_fit_and_a_wrong_oracle_is_refu
     other = MarginalOracle(truth.domain, [m.variables for m in ys[1:]])
     with pytest.raises(ValueError, match="oracle"):
         naive_mle(truth.domain, ys, N=2000.0, l2="calibrated", oracle=other)
+
+
+def test_a_warm_start_near_the_naive_fit_gives_the_cold_fits_choice_and_model():
+    """naive_mle and cgm_em started from AIM's last round (a model of the measured cliques near their naive
+    fit at 1 / N) choose the weights and iteration count a cold start chooses and reach the same model up
+    to the fits' tolerance; a start of other cliques is refused, naming the argument."""
+    from itertools import combinations
+
+    from ppgm.inference.tables import contingency_tables
+    from ppgm.learners.cgm import population_size
+    from ppgm.synthesis.aim import _measurements, aim_select
+
+    rng = np.random.default_rng(2)
+    d = 5
+    x = np.zeros((4000, d), dtype=np.int64)
+    x[:, 0] = rng.integers(0, 3, 4000)
+    for j in range(1, d):
+        x[:, j] = np.where(rng.random(4000) < 0.2, rng.integers(0, 3, 4000), x[:, j - 1])
+    dom = Domain(tuple(f"X{i}" for i in range(d)), (3,) * d)
+    run = aim_select(dom, lambda c: contingency_tables(x, dom, [c])[0], list(combinations(dom.variables, 2)), 0.2,
+                     rng=np.random.default_rng(0), progress=False)
+    ms = _measurements(run.released)
+    N = population_size(ms)
+    cold, warm = naive_mle(dom, ms, N=N, seed=0, criterion="tv"), naive_mle(dom, ms, N=N, seed=0, criterion="tv", warm_start=run.model)
+    assert warm.l2 == pytest.approx(cold.l2, rel=1e-6)
+    for a, b in zip(warm.model.factors, cold.model.factors):
+        np.testing.assert_allclose(a.values - a.values.mean(), b.values - b.values.mean(), atol=1e-3)
+    c_cold, c_warm = cgm_em(dom, ms, N=N, seed=0, progress=False), cgm_em(dom, ms, N=N, seed=0, progress=False, warm_start=run.model)
+    assert len(c_warm.history) == len(c_cold.history)
+    assert c_warm.selection["l2"]["value"] == pytest.approx(c_cold.selection["l2"]["value"], rel=1e-6)
+    with pytest.raises(ValueError, match="warm_start"):
+        naive_mle(dom, ms, N=N, seed=0, warm_start=MarkovNetwork(dom, list(run.model.factors)[:-1]))

@@ -271,3 +271,79 @@ def test_inverse_hessian_preconditions_fisher_plus_any_ridge(alpha):
     print(alpha, np.round(new, 1), np.round(old, 1))
     assert max(new) < 8.0
     assert max(new) < max(old) / 2  # the noisy side, where the tree inverse alone degrades
+
+
+def _aim_like_targets(seed):
+    """Noisy, projected tables of a third-order chain's pairs and triples measured one after another (what
+    AIM's rounds fit): the previous round's cliques and the next round's."""
+    from ppgm.learners.cgm import _naive_targets
+    from ppgm.models.measurement import Measurement
+
+    truth = third_order_chain(6, 3, seed=seed)
+    from ppgm.inference.marginals import infer
+
+    marg = infer(truth)
+    rng = np.random.default_rng(seed)
+    n = 2000.0
+    scopes = [("X0",), ("X1",), ("X2",), ("X3",), ("X4",), ("X5",), ("X0", "X1"), ("X1", "X2", "X3"), ("X3", "X4"), ("X2", "X4", "X5")]
+    ms = [Measurement(s, n * marg.marginal(s).values + rng.normal(0, 8.0, truth.domain.shape(s)), "gaussian", 8.0) for s in scopes]
+    return truth.domain, _naive_targets(ms, n, project=True), n
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_warm_refit_after_a_new_table_reaches_the_cold_fit(seed):
+    """AIM's refit: the previous round's model with the new table's potentials at zero, fitted to convergence,
+    is the model a cold fit (along its path of weights) reaches: the same objective (by enumeration) and marginals."""
+    dom, targets, n = _aim_like_targets(seed)
+    before = fit_marginals(dom, targets[:-1], l2=1.0 / n, tol=1e-10)
+    warm = MarkovNetwork(dom, list(before.model.factors) + [Factor(targets[-1].variables, np.zeros(targets[-1].values.shape))])
+    a = fit_marginals(dom, targets, l2=1.0 / n, init=warm, tol=1e-10)
+    b = fit_marginals(dom, targets, l2=1.0 / n, tol=1e-10)
+    assert a.converged and b.converged
+    assert objective(dom, targets, 1.0 / n, a.model) == pytest.approx(objective(dom, targets, 1.0 / n, b.model), abs=1e-11)
+    from ppgm.inference.marginals import infer
+
+    ma, mb = infer(a.model), infer(b.model)
+    for t in targets:
+        np.testing.assert_allclose(ma.marginal(t.variables).values, mb.marginal(t.variables).values, atol=1e-8)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_table_tol_stops_once_every_tables_gradient_is_that_small_in_l1(seed):
+    """``table_tol`` (AIM's settled refits) stops Newton once every table's penalised mismatch, summed over its
+    cells, is within it: checked by enumeration of the returned model; it takes fewer steps than the
+    converged fit, and every table's marginal is then within twice ``table_tol`` (L1) of the converged one."""
+    dom, targets, n = _aim_like_targets(seed)
+    before = fit_marginals(dom, targets[:-1], l2=1.0 / n, tol=1e-10)
+    warm = MarkovNetwork(dom, list(before.model.factors) + [Factor(targets[-1].variables, np.zeros(targets[-1].values.shape))])
+    full = fit_marginals(dom, targets, l2=1.0 / n, init=warm, tol=1e-10)
+    table_tol = 2.0 / n  # two records' worth of any table
+    settled = fit_marginals(dom, targets, l2=1.0 / n, init=warm, tol=1e-12, table_tol=table_tol)
+    assert settled.converged and len(settled.history) < len(full.history)
+    P = _Parameters(dom, [t.variables for t in targets])
+    x = P.join([f.values for f in settled.model.factors])
+    mu = indicator_moments(settled.model, [t.variables for t in targets])[0]
+    grad = P.join([t.values for t in targets]) - mu - 2 / n * x
+    assert np.add.reduceat(np.abs(grad), P.offsets[:-1]).max() <= table_tol * (1 + 1e-6)
+    mu_full = indicator_moments(full.model, [t.variables for t in targets])[0]
+    assert np.add.reduceat(np.abs(mu - mu_full), P.offsets[:-1]).max() <= 2 * table_tol
+
+
+def test_the_remembered_calibration_is_the_fits_own_and_other_points_are_recalibrated():
+    """AIM scores its candidates on the fit's last calibration: the fitted model (its point plus the gauge's step)
+    gets the calibration the fit made, with the same marginals and log Z as a fresh one; a point off the gauge gets a new one."""
+    from ppgm import JunctionTree
+
+    dom, targets, n = _aim_like_targets(3)
+    oracle = MarginalOracle(dom, [t.variables for t in targets])
+    oracle.remember = True
+    fit = fit_marginals(dom, targets, l2=1.0 / n, oracle=oracle, tol=1e-9)
+    x = oracle.params.join([f.values for f in fit.model.factors])
+    reused, fresh = oracle.calibration(x), JunctionTree.build(dom, fit.model.scopes).calibrate(fit.model)
+    assert reused.tree is oracle.tree and reused.log_z == pytest.approx(fresh.log_z, abs=1e-10)
+    for q in [("X0", "X5"), ("X1", "X2", "X3"), ("X4",)]:
+        np.testing.assert_allclose(reused.marginal(q).values, fresh.marginal(q).values, atol=1e-12)
+    moved = x.copy()
+    moved[oracle.params.offsets[-2]] += 0.5  # one cell of the last table: another distribution
+    other = oracle.calibration(moved)
+    assert other.log_z == pytest.approx(oracle.flat(moved)[0], abs=1e-12) and abs(other.log_z - reused.log_z) > 1e-6

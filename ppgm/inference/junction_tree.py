@@ -45,31 +45,41 @@ def _elimination_cliques(domain: Domain, scopes: Iterable[Sequence[Hashable]]) -
         idx = domain.indices(s)
         for a in idx:
             adj[a].update(b for b in idx if b != a)
-    logcard = np.log(np.asarray(domain.cards, dtype=float))
+    logcard = np.log(np.asarray(domain.cards, dtype=float)).tolist()  # Python floats: the same sums, faster to index
+    bits = [sum(1 << b for b in a) for a in adj]  # the same adjacency as bit masks, for the fill counts
 
-    def score(v: int) -> tuple:
-        nb = list(adj[v])
-        fill = sum(1 for i, a in enumerate(nb) for b in nb[i + 1 :] if b not in adj[a])
-        return (fill, logcard[v] + sum(logcard[a] for a in nb), v)
+    def fill(v: int) -> int:
+        """Pairs of v's neighbours that are not adjacent (each counted from both ends: a is in v's mask, not in its own)."""
+        m = bits[v]
+        return (sum((m & ~bits[a]).bit_count() for a in adj[v]) - len(adj[v])) // 2
+
+    def size(v: int) -> float:
+        return logcard[v] + sum(logcard[a] for a in adj[v])  # summed in the set's order, as it always was
 
     alive = set(range(n))
-    scores = {v: score(v) for v in alive}
+    sizes = {v: size(v) for v in alive}
+    scores = {v: (fill(v), sizes[v], v) for v in alive}
     cliques = []
     while alive:
         v = min(alive, key=scores.__getitem__)
         nb = adj[v]
         cliques.append(frozenset(nb | {v}))
+        mask = bits[v]
         for a in nb:
             adj[a].update(b for b in nb if b != a)
             adj[a].discard(v)
+            bits[a] = (bits[a] | mask) & ~(1 << a) & ~(1 << v)
         alive.discard(v)
         del scores[v]
         touched = set(nb)
         for a in nb:
             touched |= adj[a]
-        for u in touched & alive:
-            scores[u] = score(u)
+        for u in touched & alive:  # only the neighbours' own adjacency changed; the others' fill may have
+            if u in nb:
+                sizes[u] = size(u)
+            scores[u] = (fill(u), sizes[u], u)
         adj[v] = set()
+        bits[v] = 0
     # keep maximal cliques only, in elimination order
     cliques_sorted = sorted(range(len(cliques)), key=lambda i: -len(cliques[i]))
     maximal: list[frozenset] = []
@@ -1058,15 +1068,20 @@ class _Levels:
             return tree.separators[c] if tree.parent[c] == p else tree.separators[p]
 
         def sep_index(clique: tuple, sep: tuple) -> np.ndarray:
-            """The separator cell of every cell of ``clique`` (C order), separator axes in domain order."""
+            """The separator cell of every cell of ``clique`` (C order), separator axes in domain order: the
+            separator's C-order strides summed along the clique's axes by broadcasting (no coordinate
+            arrays, which for a million-cell clique of fifteen variables would hold fifteen million)."""
             shape = dom.shape(clique)
-            if not sep:
-                return np.zeros(int(np.prod(shape)), dtype=np.intp)
-            coords = np.indices(shape).reshape(len(clique), -1)
-            return np.ravel_multi_index([coords[clique.index(v)] for v in sep], dom.shape(sep)).astype(np.intp)
+            out = np.zeros(shape, dtype=np.intp)
+            stride = 1
+            for v in reversed(sep):
+                ax = clique.index(v)
+                out += (np.arange(shape[ax], dtype=np.intp) * stride).reshape([-1 if k == ax else 1 for k in range(len(shape))])
+                stride *= dom.size((v,))
+            return out.ravel()
 
         def grouped(cells: list, seps: list, n_sep: int) -> tuple:
-            cells_a, seps_a = np.concatenate(cells).astype(np.intp), np.concatenate(seps).astype(np.intp)
+            cells_a, seps_a = np.concatenate(cells).astype(np.intp, copy=False), np.concatenate(seps).astype(np.intp, copy=False)
             order = np.argsort(seps_a, kind="stable")
             runs = np.bincount(seps_a, minlength=n_sep)  # every separator cell has at least one cell
             return cells_a[order], seps_a[order], np.concatenate([[0], np.cumsum(runs)[:-1]]).astype(np.intp)
@@ -1093,5 +1108,5 @@ class _Levels:
             levels.append(_Level(c_cells, c_sep, c_seg, p_cells, p_sep, p_seg, n_sep, kids,
                                  np.asarray(parents, dtype=np.intp),
                                  np.asarray(e_start, dtype=np.intp), np.asarray(e_size, dtype=np.intp),
-                                 bool(np.unique(p_cells).size == p_cells.size)))
+                                 len(set(parents)) == len(parents)))  # each edge lists its parent's cells: distinct parents, distinct cells
         return cls(tuple(levels), root)

@@ -205,6 +205,15 @@ def _naive_targets(ms: Sequence[Measurement], N: float, project: bool) -> list[F
     return [Factor(c, v) for m, v in zip(ms, raw) for c in m.cliques]
 
 
+def _checked_start(model: MarkovNetwork | None, ms: Sequence[Measurement], name: str) -> MarkovNetwork | None:
+    """A warm start checked against the measurements' cliques (one factor per clique, in order)."""
+    if model is None:
+        return None
+    if not isinstance(model, MarkovNetwork) or [tuple(f.variables) for f in model.factors] != [tuple(c) for c in _scopes(ms)]:
+        raise ValueError(f"{name}: expected a MarkovNetwork with one factor per measured clique, in the measurements' order")
+    return model
+
+
 @one_blas_thread
 def naive_refit(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying | None = None, project: bool = True,
                 tol: float = 1e-4, oracle: MarginalOracle | None = None) -> Callable[[list, float, MarkovNetwork | None], MarkovNetwork]:
@@ -256,6 +265,7 @@ def naive_mle(
     n_boot: int = N_BOOT,
     criterion: str = "kl",
     oracle: MarginalOracle | None = None,
+    warm_start: MarkovNetwork | None = None,
 ) -> FitResult:
     """The paper's baseline: treat y_C / N as marginals (projected onto the simplex) and fit them.
 
@@ -284,6 +294,11 @@ def naive_mle(
     oracle : MarginalOracle, optional
         A prebuilt oracle for the measurements' cliques (:class:`ppgm.learners.mle.MarginalOracle`), for callers that
         fit the same structure again (CGM-EM's start): its junction tree and gauge are built once.
+    warm_start : MarkovNetwork, optional
+        A network with the measurements' cliques (in order) near their naive fit, such as AIM's last
+        round: the rule's pilot, its refits and the fit start from it (and the pilot) instead of
+        cold. A cold fit at a small weight follows the path of weights from 1e-2 down, which on a
+        model of millions of junction-tree cells costs as much as several warm refits.
 
     Returns
     -------
@@ -311,9 +326,12 @@ def naive_mle(
     criterion_score(criterion)  # checks the name before any work
     selection = None
     oracle = oracle or MarginalOracle(domain, _scopes(ms))  # one junction tree and gauge for the rule and the fit
+    init = _checked_start(warm_start, ms, "warm_start")
     if l2 is None or l2 == "release":
-        choice = release_l2(domain, ms, N, tie, project, seed, n_boot, oracle=oracle, criterion=criterion)
+        pilot = Pilot.of(domain, ms, N, tie, project, oracle, criterion, init=init) if init is not None and oracle.exact else None
+        choice = release_l2(domain, ms, N, tie, project, seed, n_boot, oracle=oracle, criterion=criterion, pilot=pilot)
         l2, selection = choice.value, choice.as_record()
+        init = pilot.model if pilot is not None else init
     elif l2 == "calibrated":
         l2 = noise_calibrated_l2(ms, N, tie)
     elif l2 == "paper":
@@ -322,7 +340,7 @@ def naive_mle(
     if not project and l2 <= 0:
         raise ValueError("l2: the unprojected naive MLE needs l2 > 0 (raw pseudo-marginals need not sum to one)")
     fit = fit_marginals(domain, _naive_targets(ms, N, project), l2=l2, max_iter=max_iter, tol=tol, check_targets=project,
-                        tied=tie, warn=False, oracle=oracle)
+                        tied=tie, warn=False, oracle=oracle, init=init)
     if not fit.converged:
         warnings.warn(f"naive MLE: the optimiser stopped after {len(fit.history)} iterations before its tolerance was met "
                       f"(max_iter={max_iter}); the fit is approximate", ConvergenceWarning, stacklevel=2)
@@ -343,16 +361,25 @@ class Pilot:
     calibration: Calibration
     oracle: MarginalOracle
     criterion: str = "kl"
+    warm: bool = False
 
     @classmethod
     def of(cls, domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying | None = None, project: bool = True,
-           oracle: MarginalOracle | None = None, criterion: str = "kl") -> "Pilot":
-        """The pilot of release ``ms`` (the oracle must be exact)."""
+           oracle: MarginalOracle | None = None, criterion: str = "kl", init: MarkovNetwork | None = None) -> "Pilot":
+        """The pilot of release ``ms`` (the oracle must be exact). ``init``: a network with the release's
+        scopes near its naive fit to start the pilot from (then ``warm``: the rules' refits start from the
+        pilot, not cold)."""
         factory = criterion_score(criterion)
         oracle = oracle or MarginalOracle(domain, _scopes(ms))
         refit = naive_refit(domain, ms, N, tie, project, oracle=oracle)
-        model = refit(list(ms), PILOT / N, None)
-        return cls(refit, model, factory(model, oracle), oracle.tree.calibrate(model), oracle, criterion)  # type: ignore[union-attr]  # exact
+        model = refit(list(ms), PILOT / N, init)
+        return cls(refit, model, factory(model, oracle), oracle.tree.calibrate(model), oracle, criterion,  # type: ignore[union-attr]  # exact
+                   init is not None)
+
+    @property
+    def start(self) -> MarkovNetwork | None:
+        """Where the rules' refits of a release start: the pilot when it was warm-started, else cold (None)."""
+        return self.model if self.warm else None
 
 
 @one_blas_thread
@@ -423,7 +450,8 @@ def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying |
         pilot = Pilot.of(domain, ms, N, tie, project, oracle, criterion)
     rng = as_generator(seed)
     first = choose_l2(ms, N, pilot.refit, pilot.model, upper=STEP * calibrated, lower=1.0 / N, n_boot=n_boot, seed=rng,
-                      score=pilot.score, simulate=lambda r: simulated_release(pilot.model, ms, N, r, pilot.calibration))
+                      score=pilot.score, simulate=lambda r: simulated_release(pilot.model, ms, N, r, pilot.calibration),
+                      start=pilot.start)
     first = replace(first, criterion=pilot.criterion)
     if not correct or not first.decided or first.value <= (1 + 1e-9) / N:
         return first  # at the floor the correction cannot move it: the second level's weight is at least the floor
@@ -783,6 +811,7 @@ def cgm_em(
     seed=0,
     stop: str = "release",
     accelerate: bool | None = None,
+    warm_start: MarkovNetwork | None = None,
 ) -> CGMResult:
     """EM for collective graphical models (Algorithm 2): learn a Markov network whose cliques are the
     measured ones from noisy clique tables alone.
@@ -864,6 +893,12 @@ def cgm_em(
         (default off: the release-chosen weight's figures in ``docs/explain/cgm-em.md`` are without it;
         at rtol 1e-5 it halved the rule's time on a tuning cell). Each cycle of two EM iterations proposes a jump along
         their differences, kept when the objective has not fallen below the cycle's start.
+    warm_start : MarkovNetwork, optional
+        A network with the measurements' cliques (in order) near their naive fit at ``1 / N``, such as
+        AIM's last round (:func:`ppgm.synthesis.aim.aim_select`): the pilot is fitted from it, and the
+        rules' naive refits and EM's naive start from the pilot, instead of cold along the path of
+        weights (on a model of millions of junction-tree cells a cold fit costs several warm ones).
+        What the rules choose is unchanged up to the fits' tolerance.
     stop : {"release", "converged"}
         ``"release"`` (default): the number of EM iterations, at most ``max_iter``, is chosen from the
         release (:func:`ppgm.learners.em_rules.release_iterations`: EM run on a release simulated from the paper's naive
@@ -910,7 +945,8 @@ def cgm_em(
     # the start: the naive fit at the release-chosen weight, unless given
     selection: dict = {}
     needs_pilot = stop == "release" or mstep_rule or (init is None and init_l2 in (None, "release"))
-    pilot = Pilot.of(domain, ms, N, tie, oracle=oracle) if needs_pilot and oracle.exact else None
+    warm = _checked_start(warm_start, ms, "warm_start")
+    pilot = Pilot.of(domain, ms, N, tie, oracle=oracle, init=warm) if needs_pilot and oracle.exact else None
     start_l2 = None
     if init is None:
         init, start_l2 = _naive_start(domain, ms, N, tie, oracle, init_l2, pilot, seed, selection)
@@ -997,7 +1033,8 @@ def _naive_start(domain, ms, N, tie, oracle, init_l2, pilot, seed, selection: di
         choice = release_l2(domain, ms, N, tie, seed=seed, pilot=pilot)
         selection["l2"] = choice.as_record()
         init_l2 = choice.value
-    start = naive_mle(domain, ms, N=N, l2=init_l2, tied=tie, tol=INIT_TOL, seed=seed, oracle=oracle)
+    start = naive_mle(domain, ms, N=N, l2=init_l2, tied=tie, tol=INIT_TOL, seed=seed, oracle=oracle,
+                      warm_start=pilot.start if pilot is not None else None)
     return start.model, start.l2
 
 

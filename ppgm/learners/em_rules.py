@@ -60,6 +60,9 @@ class PilotLike(Protocol):
     @property
     def score(self) -> Callable: ...
 
+    @property
+    def start(self) -> MarkovNetwork | None: ...
+
 
 def _em_loop(em: EMSteps, theta: np.ndarray, max_iter: int, tol: float, rtol: float, callback, tick=None,
              accelerate: bool = False) -> tuple:
@@ -181,7 +184,7 @@ def release_iterations(ms: Sequence[Measurement], N: float, new_em: Callable[...
     curves = []
     for _ in range(n_boot):
         ys = simulated_release(pilot.model, ms, N, rng, pilot.calibration)
-        start = pilot.refit(ys, start_l2, None)
+        start = pilot.refit(ys, start_l2, pilot.start)
         curve = [pilot.score(start)]
 
         def watch(t, model, record, curve=curve):

@@ -315,6 +315,7 @@ def choose_l2(
     simulate: Callable[[np.random.Generator], list] | None = None,
     patience: int = PATIENCE,
     one_se: bool = False,
+    start: MarkovNetwork | None = None,
 ) -> Choice:
     """The L2 weight (per record) at which ``refit`` best recovers ``pilot`` from releases like ``ms``.
 
@@ -353,6 +354,10 @@ def choose_l2(
         one standard error, instead of the parabola's minimum. With three simulated releases that
         jump of a half-decade or more was wrong more often than right for the naive MLE
         (``docs/explain/cgm-em.md``, "Tried and not kept"); MaxEnt's rule keeps it.
+    start : MarkovNetwork, optional
+        Where each simulated release's first refit (and the refits above it, when the range grows)
+        starts; default cold (``init`` None). The pilot itself, when it was fitted from a model near it
+        (AIM's last round): on models of millions of cells a cold refit costs several warm ones.
 
     Returns
     -------
@@ -385,14 +390,14 @@ def choose_l2(
         cal = JunctionTree.build(pilot.domain, pilot.scopes).calibrate(pilot)
         simulate = lambda r: simulated_release(pilot, ms, N, r, cal)  # noqa: E731
     releases = [simulate(rng) for _ in range(n_boot)]
-    last: list = [None] * n_boot
+    last: list = [start] * n_boot
     cands: list = []
     cols: list = []
 
-    def try_weight(l2: float, warm: bool = True) -> None:
+    def try_weight(l2: float) -> None:
         col = []
         for b, ys in enumerate(releases):
-            fit = refit(ys, l2, last[b] if warm else None)
+            fit = refit(ys, l2, last[b])
             last[b] = fit
             col.append(scores_of[b](fit))
         cands.append(l2)
@@ -407,8 +412,8 @@ def choose_l2(
         l2 = max(l2 / STEP, lower)
     grown = 0
     while int(np.argmin(np.mean(cols, axis=1))) == 0 and grown < 3:  # the largest tried is best: go up
-        last = [None] * n_boot
-        try_weight(cands[0] * STEP, warm=False)
+        last = [start] * n_boot
+        try_weight(cands[0] * STEP)
         cands, cols = cands[-1:] + cands[:-1], cols[-1:] + cols[:-1]  # keep decreasing order
         grown += 1
     c = np.array(cands)

@@ -17,6 +17,7 @@ previous round's; all of it is post-processing of released tables.
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -28,9 +29,9 @@ from ..core import checks
 from ..core.progress import ConvergenceWarning, progress_bar
 from ..factors.domain import Domain
 from ..factors.factor import Factor
-from ..inference.junction_tree import JunctionTree, JunctionTreeTooLarge, _elimination_cliques
+from ..inference.junction_tree import DEFAULT_MAX_CELLS, JunctionTree, JunctionTreeTooLarge, _elimination_cliques
 from ..learners.cgm import _naive_targets
-from ..learners.mle import fit_marginals
+from ..learners.mle import MarginalOracle, fit_marginals
 from ..models.markov import MarkovNetwork
 from ..models.measurement import Measurement
 from ..models.noise import add_noise
@@ -53,7 +54,8 @@ class AIMRun:
     history : list of dict
         Per round: ``clique``, ``sigma``, ``epsilon``, ``rho_spent`` (cumulative), ``candidates``,
         ``annealed``, ``cells`` (the model's junction tree), ``refit_converged`` (a
-        ``ConvergenceWarning`` names the rounds whose refit stopped short).
+        ``ConvergenceWarning`` names the rounds whose refit stopped short), ``seconds`` (wall time of
+        the round's ``sizes`` check, its ``scores`` and choice, and its ``refit``).
     model : MarkovNetwork
         The naive fit after the last round (the learners refit the measurements).
     released : list of Measurement
@@ -99,6 +101,37 @@ def jt_cells(domain: Domain, scopes: Sequence[tuple]) -> int:
     18
     """
     return int(sum(domain.size(c) for c in _elimination_cliques(domain, [tuple(s) for s in scopes])))
+
+
+class _Sizes:
+    """:func:`jt_cells` of the model's graph with one candidate added, remembered while the graph's
+    edges stay the same (the elimination sees nothing else): candidates that add the same edges (a
+    triple two of whose pairs are edges, and its third pair) are triangulated once, and a round that
+    adds no edge triangulates nothing again."""
+
+    def __init__(self, domain: Domain):
+        self.domain = domain
+        self.pos = {v: i for i, v in enumerate(domain.variables)}
+        self.graph: frozenset = frozenset()
+        self.seen: dict = {}
+
+    def edges(self, scope: Sequence) -> frozenset:
+        return frozenset(combinations(sorted(self.pos[v] for v in scope), 2))
+
+    def model(self, scopes: list) -> None:
+        """The model's scopes this round."""
+        self.scopes = list(scopes)
+        graph = frozenset().union(*(self.edges(c) for c in scopes))
+        if graph != self.graph:
+            self.graph, self.seen = graph, {}
+
+    def cells(self, r: tuple) -> int:
+        """Cells of the junction tree of the model's scopes and ``r``."""
+        new = self.edges(r) - self.graph
+        got = self.seen.get(new)
+        if got is None:
+            got = self.seen[new] = jt_cells(self.domain, self.scopes + [r])
+        return got
 
 
 def aim_scores(counts: Sequence[np.ndarray], marginals: Sequence[np.ndarray], n: float, weights: Sequence[float],
@@ -158,21 +191,59 @@ def _records(ms: Sequence[Measurement]) -> float:
     return max(float(np.mean([m.values.sum() for m in ms if len(m.variables) == 1])), 1.0)
 
 
-def _naive_fit(domain: Domain, ms: Sequence[Measurement], n: float, previous: MarkovNetwork | None) -> tuple:
-    """The naive fit of ``ms`` (warm from ``previous``, new cliques at zero) and its calibration.
+class _Refit:
+    """The naive fit between rounds (l2 = 1 / N), warm from the previous round's model (new cliques
+    at zero), on one oracle while the measured cliques stay the same (a clique measured again).
 
-    It is fitted until every marginal cell is within a twentieth of the smallest noise scale of the
-    released counts (gradient tolerance 0.05 sigma / n): the scores and the annealing test compare
-    L1 errors with 0.8 sigma per cell, and a tight tolerance doubles the Newton steps on large
-    models."""
-    targets = _naive_targets(ms, n, project=True)
-    init = None
-    if previous is not None:
-        have = {tuple(f.variables): f for f in previous.factors}
-        init = MarkovNetwork(domain, [have.get(tuple(t.variables), Factor(t.variables, np.zeros(t.values.shape))) for t in targets])
-    tol = max(1e-9, 0.05 * min(m.scale for m in ms) / n)
-    fit = fit_marginals(domain, targets, l2=1.0 / n, init=init, warn=False, tol=tol)
-    return fit, JunctionTree.build(domain, fit.model.scopes, max_cells=None).calibrate(fit.model)
+    A refit between rounds stops when the scores that choose the next round are settled: every
+    measured table's gradient, the distance of its marginal from where the fit will put it, within
+    ``SETTLE`` times the smallest noise scale in L1 (counts). One record moves the next round's
+    Gumbel noise by 3 sigma / w_r in the L1 units of candidate r (epsilon = 0.67 / sigma), so that
+    is a sixth of the noise at sigma and a third after annealing. The last round's refit, the model
+    ``estimator="rounds"`` returns, converges: every cell within a twentieth of the smallest noise
+    scale (gradient 0.05 sigma / N)."""
+
+    def __init__(self, domain: Domain):
+        self.domain = domain
+        self.oracle: MarginalOracle | None = None
+
+    def __call__(self, ms: Sequence[Measurement], n: float, previous: MarkovNetwork | None, final: bool = False) -> tuple:
+        """The fit of ``ms``, its calibration, and the junction tree of the model's scopes (the model's
+        size and which candidates lie inside its cliques). The fit and the calibration run on the
+        previous round's tree while its cliques hold the new table and it is no larger: its plans are
+        made once (on a tree of millions of cells they cost several calibrations)."""
+        domain = self.domain
+        targets = _naive_targets(ms, n, project=True)
+        scopes = [tuple(t.variables) for t in targets]
+        struct = JunctionTree.build(domain, scopes, max_cells=None)
+        if self.oracle is None or [tuple(s) for s in self.oracle.params.scopes] != scopes:
+            old = self.oracle.tree if self.oracle is not None and self.oracle.exact else None
+            keep = old is not None and old.cells <= struct.cells and all(old.find_home(c) is not None for c in scopes)
+            tree = old if keep else struct if struct.cells <= DEFAULT_MAX_CELLS else None
+            self.oracle = MarginalOracle(domain, scopes, tree=tree)
+            self.oracle.remember = True  # the scores read the fit's last calibration
+        init = None
+        if previous is not None:
+            have = {tuple(f.variables): f for f in previous.factors}
+            init = MarkovNetwork(domain, [have.get(c, Factor(c, np.zeros(t.values.shape))) for c, t in zip(scopes, targets)])
+        sigma = min(m.scale for m in ms)
+        tol = max(1e-9, 0.05 * sigma / n)
+        settle = None if final or init is None else SETTLE * sigma / n
+        fit = fit_marginals(domain, targets, l2=1.0 / n, init=init, oracle=self.oracle, warn=False, tol=tol, table_tol=settle)
+        if not self.oracle.exact:
+            return fit, struct.calibrate(fit.model), struct
+        return fit, self.oracle.calibration(self.oracle.params.join([f.values for f in fit.model.factors])), struct
+
+
+SETTLE = 0.5  # a refit between rounds stops with every table's L1 gradient within this many smallest noise scales
+
+
+def _marginals(cal, model: MarkovNetwork, rs: Sequence[tuple]) -> dict:
+    """The model's marginals over the candidates ``rs`` from one calibration, batched
+    (:meth:`ppgm.inference.calibration.Calibration.marginals`: each clique summed once per set of
+    variables the candidates need from it, the messages between cliques shared by the candidates
+    that carry the same variables through them)."""
+    return {r: f.values for r, f in zip(rs, cal.marginals(rs))}
 
 
 def _marginal(cal, model: MarkovNetwork, r: tuple) -> np.ndarray:
@@ -269,12 +340,16 @@ def aim_select(
     history: list = [{"clique": None, "sigma": sigma, "epsilon": 0.0, "rho_round": spent, "rho_spent": spent, "candidates": 0,
                       "annealed": False, "cells": cells}]
     n = _records(ms)
-    fit, cal = _naive_fit(domain, ms, n, None)
+    refit = _Refit(domain)
+    t0 = time.perf_counter()
+    fit, cal, struct = refit(ms, n, None)
     model = fit.model
     history[0]["refit_converged"] = bool(fit.converged)
+    history[0]["seconds"] = {"sizes": 0.0, "scores": 0.0, "refit": time.perf_counter() - t0}
     selected: list[Selected] = []
+    sizes = _Sizes(domain)
     bar = progress_bar(total=None, desc="AIM rounds", enabled=progress)
-    last = False
+    last = final = False
     while not last:
         left = rho - spent
         step = w * w / (2 * sigma**2) + eps**2 / 8
@@ -288,18 +363,24 @@ def aim_select(
         scopes = [tuple(m.variables) for m in ms]
         cap = max(max_cells * spent / rho, cells)  # a marginal inside the model's cliques always fits
         # inside a clique of the model the graph does not change
-        offered = [r for r in cand if cal.tree.find_home(r) is not None or jt_cells(domain, scopes + [r]) <= cap]
-        before = {r: _marginal(cal, model, r) for r in offered}
+        t0 = time.perf_counter()
+        sizes.model(scopes)
+        offered = [r for r in cand if struct.find_home(r) is not None or sizes.cells(r) <= cap]
+        t1 = time.perf_counter()
+        before = _marginals(cal, model, offered)
         noise_l1 = math.sqrt(2 / math.pi) * sigma
         scores = aim_scores([exact(r).values for r in offered], [before[r] for r in offered], n,
                             [cand[r] for r in offered], sigma)
         pick = offered[report_noisy_max(scores, eps**2 / 8, delta_w, rng)]
+        t2 = time.perf_counter()
         measure(pick, sigma)
         ms = _measurements(released)
         n = _records(ms)
-        fit, cal = _naive_fit(domain, ms, n, model)
+        fit, cal, struct = refit(ms, n, model, final=last)
+        final = last
+        seconds = {"sizes": t1 - t0, "scores": t2 - t1, "refit": time.perf_counter() - t2}
         model = fit.model
-        cells = jt_cells(domain, model.scopes)
+        cells = struct.cells
         after = _marginal(cal, model, pick)
         annealed = n * np.abs(after - before[pick]).sum() <= noise_l1 * after.size
         selected.append(Selected(pick, len(selected), len(offered), step,
@@ -307,11 +388,17 @@ def aim_select(
                                  f"{len(offered)} workload marginals whose model fits {int(cap):,} cells; measured at sigma = {sigma:.4g}"))
         history.append({"clique": pick, "sigma": sigma, "epsilon": eps, "rho_round": step, "rho_spent": spent,
                         "candidates": len(offered), "annealed": bool(annealed), "cells": cells,
-                        "refit_converged": bool(fit.converged)})
+                        "refit_converged": bool(fit.converged), "seconds": seconds})
         if annealed and not last:
             sigma, eps = sigma / 2, eps * 2
         bar.update(1)
     bar.close()
+    if selected and not final:  # the budget ran out at a round's start: the settled model converges
+        t0 = time.perf_counter()
+        fit, cal, struct = refit(ms, n, model, final=True)
+        model = fit.model
+        history[-1]["refit_converged"] = bool(fit.converged)
+        history[-1]["seconds"]["refit"] += time.perf_counter() - t0
     stuck = [i for i, h in enumerate(history) if not h["refit_converged"]]
     if stuck:
         warnings.warn(f"the naive refits after rounds {stuck} stopped before their tolerance (history[i]['refit_converged']); "
