@@ -16,20 +16,12 @@ and bincounts over those rows (``ppgm.core.executor`` blocks: in memory or on Da
 
 Modes
 -----
-``"calibrated"`` (default): compare the top eigenvalue with what clean data of the same size from the
-currently fitted network shows (a parametric bootstrap), and stop within that range; otherwise remove
-the records beyond the clearest cut where their scores along the eigenvector exceed the bootstrap's,
-refit and repeat. Then a last look for a systematic batch (records each plausible, shifted the same
-way, which no cut isolates): a two-component mixture of networks with the DAG, kept only when its
-log-likelihood gain beats BIC's penalty and its records fit in epsilon, then fitted again with the minor
-component's weight held to what epsilon allows (``_Run.mixture``). When neither is found and the
-eigenvalue is still far beyond clean data's range (``PEEL`` times), the highest scores along it are
-removed a step at a time until it is back in range (``_Run.peel``).
-``epsilon`` only bounds what may be removed; clean data loses nothing, or almost nothing (what makes a
-cut clear, and how corruption that bends the fit is caught: the constants below and the calibrated
-mode's methods). ``"paper"``: Algorithm 1 with the paper's constants on
-coordinates whitened per parent configuration. ``"single_pass"`` / ``"iterative"``: the authors'
-practice, removing exactly ``ceil(epsilon N)`` records in one or several passes.
+``"calibrated"`` (default): while the top eigenvalue exceeds what clean data from the fitted network shows
+(a parametric bootstrap), remove the records beyond the clearest cut along the eigenvector, refit, repeat;
+then look for a systematic batch as a two-component mixture of networks with the DAG (``_Run.mixture``),
+and failing that peel an eigenvalue still ``PEEL`` times out of range (``_Run.peel``). ``epsilon`` only
+bounds what may be removed; clean data loses nothing. ``"paper"``: Algorithm 1 with the paper's constants on
+whitened coordinates. ``"single_pass"`` / ``"iterative"``: exactly ``ceil(epsilon N)`` records removed.
 
 The modes, their constants and the measurements behind them: ``docs/explain/robust-filter.md``.
 """
