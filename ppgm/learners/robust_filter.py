@@ -643,11 +643,15 @@ class _Run:
     def counts(self, blocks: Blocks) -> list:
         return self.cells.split(self.layout, blocks.reduce(_cell_sums, size=self.cells.size))
 
-    def round(self, blocks: Blocks, r: int, n_rounds: int) -> tuple[Blocks, dict]:
-        """One round: the fit, the top eigenpair of the (whitened) second moments, the removal."""
+    def _top(self, blocks: Blocks) -> tuple:
+        """The kept records' counts, the operator of their fit, and its top eigenpair."""
         counts = self.counts(blocks)
         op = _Operator.build(self.layout, self.cells, counts, whiten=self.mode == "paper")
-        lam, h = op.top(blocks, self.rng, self.tol)
+        return (counts, op, *op.top(blocks, self.rng, self.tol))
+
+    def round(self, blocks: Blocks, r: int, n_rounds: int) -> tuple[Blocks, dict]:
+        """One round: the fit, the top eigenpair of the (whitened) second moments, the removal."""
+        counts, op, lam, h = self._top(blocks)
         self.last_h = h
         entry = {"eigenvalue": lam, "kept_before": int(round(op.n))}
         scored = blocks.map(_scored, h=h).persist()
@@ -671,9 +675,7 @@ class _Run:
         eigenvalue is within its range. One history entry per step (``direction`` ``"peel"``)."""
         entries = []
         while True:
-            counts = self.counts(blocks)
-            op = _Operator.build(self.layout, self.cells, counts, whiten=False)
-            lam, h = op.top(blocks, self.rng, self.tol)
+            _, op, lam, h = self._top(blocks)
             entry = {"eigenvalue": lam, "kept_before": int(round(op.n)), "null_threshold": threshold, "direction": "peel"}
             budget = int(np.floor(self.epsilon * self.N)) - (self.N - int(round(op.n)))
             k = min(budget, int(np.ceil(PEEL_STEP * self.epsilon * self.N)))
