@@ -18,8 +18,8 @@ Modes
 -----
 ``"calibrated"`` (default): while the top eigenvalue exceeds what clean data from the fitted network shows
 (a parametric bootstrap), remove the records beyond the clearest cut along the eigenvector, refit, repeat;
-then look for a systematic batch as a two-component mixture of networks with the DAG (``_Run.mixture``),
-and failing that peel an eigenvalue still ``PEEL`` times out of range (``_Run.peel``). ``epsilon`` only
+then look for a systematic batch as a two-component mixture of networks with the DAG (``_Run.mixture``;
+failing a whole second network, one that differs only in a few families), and failing that peel an eigenvalue still ``PEEL`` times out of range (``_Run.peel``). ``epsilon`` only
 bounds what may be removed; clean data loses nothing. ``"paper"``: Algorithm 1 with the paper's constants on
 whitened coordinates. ``"single_pass"`` / ``"iterative"``: exactly ``ceil(epsilon N)`` records removed.
 
@@ -55,6 +55,7 @@ MIX_ITER = 100  # calibrated mode's mixture check: EM iterations at most (a batc
 MIX_TOL = 1e-7  # ... or until the log-likelihood gains less than this (relative) in an iteration
 MIX_PRIOR = 0.01  # ... pseudo-count per cell of both components and of the single network it is compared with
 MIX_ROOM = 1.5  # ... and its records at most this many times what epsilon still allows are corruption
+MIX_PARTIAL = True  # ... and, declined, a second network that differs only in the families whose own gain beats their own penalty
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,9 @@ class FilterResult:
         ``estimated_fraction`` (calibrated mode: the corrupted fraction estimated so far), and
         ``stopped`` (why the filter stopped) on the last round, with (calibrated mode) ``mixture``: the
         mixture check's ``gain`` over one network, BIC's ``penalty``, the minor component's ``weight``,
-        its EM ``iterations``, whether it was ``accepted`` and the ``reason``.
+        its EM ``iterations``, whether it was ``accepted`` and the ``reason``, and when the whole-network
+        check declined, ``partial``: the partial mixture's ``gain``, ``penalty``, ``families`` kept apart,
+        ``weight`` and ``reason``.
     inlier_blocks : Blocks, optional
         For records given as blocks that live elsewhere (Dask), the masks per block; ``inlier_mask``
         is then None.
@@ -700,7 +703,14 @@ class _Run:
         kept, the mixture is fitted again with the minor component's weight held at most what epsilon
         still allows (free, it takes clean records along), and if it still beats the penalty the records
         more likely from its minor component are removed, and the CPTs are its major component's (soft
-        counts), which corrects the overlap a cut cannot."""
+        counts), which corrects the overlap a cut cannot.
+
+        A batch that touches a few families (a miscoded column and its children, a few shifted CPTs)
+        gains too little to pay for a whole second network, or lets a free second network take a
+        population along. When the whole-network check declines for either reason, a partial mixture is
+        fitted: the minor component has its own CPTs only for the families whose own gain beats their
+        own BIC penalty, and shares the rest (``_mixture_em`` with ``partial``); it is judged by the
+        same rules against the penalty of the families it keeps apart."""
         lay, cells, size = self.layout, self.cells, self.cells.size
         n = float(blocks.reduce(_n_kept))
         spent = self.N - n
@@ -716,7 +726,7 @@ class _Run:
         start = blocks.map(_mix_start, h=h, t=t, high=0.9, low=0.05).persist()
         lp_single = _log_cpts(lay, cells, blocks.reduce(_cell_sums, size=size))
         single = float(blocks.reduce(_single_ll, lp=lp_single))
-        state, ll, it = self._mixture_em(start, n, single, penalty)
+        state, ll, it, _ = self._mixture_em(start, n, single, penalty)
         pi = float(min(max(state.reduce(_minor_mass) / n, 1e-12), 1 - 1e-12))
         # the weight's standard error from the observed information, sum w (r / pi - (1 - r) / (1 - pi))^2
         se = 1.0 / math.sqrt(max(float(state.reduce(_weight_information, pi=pi)), 1e-300))
@@ -726,23 +736,54 @@ class _Run:
             return blocks, None, entry
         if ll - single <= penalty:
             entry["reason"] = "one network explains the records (log-likelihood gain below BIC's penalty)"
-            return blocks, None, entry
-        likelier = int(round(state.map(_resp_scored).reduce(_at_least, t=0.5)))
-        entry["likelier_minor"] = likelier
-        if likelier > MIX_ROOM * room:
+        else:
+            likelier = int(round(state.map(_resp_scored).reduce(_at_least, t=0.5)))
+            entry["likelier_minor"] = likelier
+            if likelier <= MIX_ROOM * room:
+                return self._batch(blocks, start, n, single, penalty, room, None, entry)
             # the minor component's weight comes out above the batch's share (a broader component takes
             # some clean records: 0.11-0.24 for a 10% batch), so it is the records likelier from it that must
             # fit in what epsilon still allows, up to MIX_ROOM times it; more is a part of the population the
             # DAG does not capture, not corruption (docs/explain/robust-filter.md, "The default: calibrated")
             entry["reason"] = f"{likelier:,} records likelier from a second component: more than epsilon allows, not corruption"
             entry["population"] = True
+        if not MIX_PARTIAL:
             return blocks, None, entry
-        # the batch, estimated with the minor component held to what epsilon allows: left free, it takes clean
-        # records along, and its major component's CPTs and the records removed follow it (on a miscoded column
-        # the free fit ended worse than the MLE: docs/explain/robust-filter.md, "Tried and not kept")
-        state, ll, it = self._mixture_em(start, n, single, penalty, cap=room / n)
+        # a second network differing in a few families: only those pay BIC's penalty
+        state, ll, it, sel = self._mixture_em(start, n, single, penalty, partial=lp_single)
+        part = {"gain": ll - single, "penalty": self._partial_penalty(sel, n), "iterations": it,
+                "families": [lay.domain.variables[j] for j in np.asarray(cells.nodes)[sel]] if sel is not None else [],
+                "weight": float(state.reduce(_minor_mass) / n)}
+        entry["partial"] = part
+        if sel is None or not sel.any() or part["weight"] > 0.5 or ll - single <= part["penalty"]:
+            part["reason"] = "no family's second CPT beats its penalty" if sel is None or not sel.any() else \
+                "the started component took most of the records" if part["weight"] > 0.5 else \
+                "a second CPT for a few families does not beat their penalty"
+            return blocks, None, entry
+        likelier = int(round(state.map(_resp_scored).reduce(_at_least, t=0.5)))
+        part["likelier_minor"] = likelier
+        if likelier > MIX_ROOM * room:
+            part["reason"] = f"{likelier:,} records likelier from a second component: more than epsilon allows, not corruption"
+            entry["population"] = True
+            return blocks, None, entry
+        entry.pop("population", None)
+        return self._batch(blocks, start, n, single, part["penalty"], room, lp_single, entry)
+
+    def _batch(self, blocks, start, n, single, penalty, room, partial, entry) -> tuple[Blocks, list | None, dict]:
+        """The batch, estimated with the minor component held to what epsilon allows: left free, it takes clean
+        records along, and its major component's CPTs and the records removed follow it (on a miscoded column
+        the free fit ended worse than the MLE: docs/explain/robust-filter.md, "Tried and not kept"). With
+        ``partial`` (one network's log-CPTs), the minor component has its own CPTs only for the families chosen
+        within what epsilon allows; the CPTs returned are, for every family, the major component's soft counts (which
+        also discount the batch in families it moved too little to be kept apart)."""
+        lay, cells, size = self.layout, self.cells, self.cells.size
+        state, ll, it, sel = self._mixture_em(start, n, single, penalty, cap=room / n, partial=partial)
+        if partial is not None:
+            penalty = self._partial_penalty(sel, n)
+            entry["partial"].update(families_within_epsilon=[lay.domain.variables[j] for j in np.asarray(cells.nodes)[sel]]
+                                    if sel is not None else [], penalty_within_epsilon=penalty)
         entry.update(gain_within_epsilon=ll - single, iterations_within_epsilon=it)
-        if ll - single <= penalty:
+        if (partial is not None and (sel is None or not sel.any())) or ll - single <= penalty:
             entry["reason"] = "within what epsilon allows, a second network does not beat BIC's penalty"
             return blocks, None, entry
         scored = state.map(_resp_scored).persist()  # the records likelier from the minor component
@@ -752,28 +793,67 @@ class _Run:
             t, kt = _top_records(scored, k, self.key_seed)
             kept = scored.map(_drop_top, t=t, kt=kt, key_seed=self.key_seed).persist()
         major = state.reduce(_mix_cells, size=size, minor=False)
-        entry.update(accepted=True, reason="a second network explains a batch of the records", removed=int(round(n - kept.reduce(_n_kept))))
+        reason = "a second network explains a batch of the records" if partial is None else \
+            "a second network differing in a few families explains a batch of the records"
+        entry.update(accepted=True, reason=reason, removed=int(round(n - kept.reduce(_n_kept))))
         self.estimated += min(float(state.reduce(_minor_mass)), room) / self.N
         return kept, cells.split(lay, major), entry
 
-    def _mixture_em(self, start: Blocks, n: float, single: float, penalty: float, cap: float = 1 - 1e-12) -> tuple:
+    def _cell_family(self) -> np.ndarray:
+        """For every cell, the index (into ``cells.nodes``) of its family."""
+        lay, cells = self.layout, self.cells
+        sizes = [lay.n_configs[j] * lay.domain.cards[j] for j in cells.nodes]
+        return np.repeat(np.arange(len(sizes)), sizes)
+
+    def _family_params(self) -> np.ndarray:
+        lay = self.layout
+        return np.array([lay.n_configs[j] * (lay.domain.cards[j] - 1) for j in self.cells.nodes], dtype=float)
+
+    def _partial_penalty(self, sel, n: float) -> float:
+        """BIC's penalty for a minor component with its own CPTs for the families ``sel`` (and its weight)."""
+        p = float(self._family_params()[sel].sum()) if sel is not None else 0.0
+        return 0.5 * (p + 1) * math.log(max(n, 2.0))
+
+    def _mixture_em(self, start: Blocks, n: float, single: float, penalty: float, cap: float = 1 - 1e-12,
+                    partial: np.ndarray | None = None) -> tuple:
         """EM for a mixture of two networks with the DAG from ``start``'s responsibilities, the minor
         component's weight held at most ``cap``: (the blocks with their responsibilities, log-likelihood,
-        iterations). Stops when settled, or when its shrinking gains could not reach ``penalty`` over
-        ``single`` (one network's log-likelihood) within MIX_ITER iterations."""
+        iterations, the families kept apart). Stops when settled, or when its shrinking gains could not reach
+        ``penalty`` over ``single`` (one network's log-likelihood) within MIX_ITER iterations.
+
+        With ``partial`` (one network's log-CPTs over the cells), the minor component has its own CPTs only for
+        the families whose expected complete-data log-likelihood gain (given the responsibilities) beats their
+        own BIC penalty, ``p_f log(n) / 2`` for the family's p_f parameters, and shares one network's CPTs
+        with the major component for the rest: each M-step chooses the families (Friedman's structural EM on
+        the choice shared / apart), and the penalty is that of the families kept apart."""
         lay, cells, size = self.layout, self.cells, self.cells.size
-        state, prev, ll, it = start, -np.inf, -np.inf, 0
+        state, prev, ll, it, sel = start, -np.inf, -np.inf, 0, None
+        if partial is not None:
+            fam, first = self._cell_family(), np.asarray(cells.offset, dtype=np.int64)
+            fam_pen = 0.5 * self._family_params() * math.log(max(n, 2.0))
         for it in range(1, MIX_ITER + 1):
             major, minor = state.reduce(_mix_cells, size=size, minor=False), state.reduce(_mix_cells, size=size, minor=True)
             pi = float(min(max(state.reduce(_minor_mass) / n, 1e-12), cap, 1 - 1e-12))
-            state = state.map(_mix_estep, lp_major=_log_cpts(lay, cells, major), lp_minor=_log_cpts(lay, cells, minor),
+            lp_major, lp_minor = _log_cpts(lay, cells, major), _log_cpts(lay, cells, minor)
+            changed = False
+            if partial is not None:
+                gain = np.add.reduceat(minor * lp_minor + major * lp_major - (minor + major) * partial, first)
+                new = gain > fam_pen
+                changed = sel is None or bool((new != sel).any())
+                sel = new
+                if not sel.any():
+                    return state, single, it, sel
+                on = sel[fam]
+                lp_major, lp_minor = np.where(on, lp_major, partial), np.where(on, lp_minor, partial)
+                penalty = self._partial_penalty(sel, n)
+            state = state.map(_mix_estep, lp_major=lp_major, lp_minor=lp_minor,
                               log_major=math.log(1 - pi), log_minor=math.log(pi)).persist()
             ll = float(state.reduce(_mix_ll))
             gained = ll - prev
-            if gained < MIX_TOL * abs(ll) or (it > 5 and ll - single + gained * (MIX_ITER - it) < penalty):
+            if (not changed and gained < MIX_TOL * abs(ll)) or (it > 5 and ll - single + gained * (MIX_ITER - it) < penalty):
                 break  # settled, or (EM's gains shrinking) it would not reach the penalty within MIX_ITER
             prev = ll
-        return state, ll, it
+        return state, ll, it, sel
 
     def _removed(self, blocks: Blocks, entry: dict) -> dict:
         kept = int(round(blocks.reduce(_n_kept)))
