@@ -19,8 +19,9 @@ Modes
 ``"calibrated"`` (default): while the top eigenvalue exceeds what clean data from the fitted network shows
 (a parametric bootstrap), remove the records beyond the clearest cut along the eigenvector, refit, repeat;
 then look for a systematic batch as a two-component mixture of networks with the DAG (``_Run.mixture``;
-failing a whole second network, one that differs only in a few families), and failing that peel an eigenvalue still ``PEEL`` times out of range (``_Run.peel``). ``epsilon`` only
-bounds what may be removed; clean data loses nothing. ``"paper"``: Algorithm 1 with the paper's constants on
+failing a whole second network, one that differs only in a few families), and failing that peel an
+eigenvalue still ``PEEL`` times out of range (``_Run.peel``). ``epsilon`` only bounds what may be
+removed; clean data loses nothing. ``"paper"``: Algorithm 1 with the paper's constants on
 whitened coordinates. ``"single_pass"`` / ``"iterative"``: exactly ``ceil(epsilon N)`` records removed.
 
 The modes, their constants and the measurements behind them: ``docs/explain/robust-filter.md``.
