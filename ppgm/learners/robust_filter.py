@@ -57,6 +57,8 @@ MIX_TOL = 1e-7  # ... or until the log-likelihood gains less than this (relative
 MIX_PRIOR = 0.01  # ... pseudo-count per cell of both components and of the single network it is compared with
 MIX_ROOM = 1.5  # ... and its records at most this many times what epsilon still allows are corruption
 MIX_PARTIAL = True  # ... and, declined, a second network that differs only in the families whose own gain beats their own penalty
+MIX_BLANKET = True  # ... started also from the records whose recorded state of one node its Markov blanket finds unlikely
+BLANKET_START = (0.99, 0.005)  # ... with these responsibilities for the records flagged and the rest
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,8 @@ class FilterResult:
         mixture check's ``gain`` over one network, BIC's ``penalty``, the minor component's ``weight``,
         its EM ``iterations``, whether it was ``accepted`` and the ``reason``, and when the whole-network
         check declined, ``partial``: the partial mixture's ``gain``, ``penalty``, ``families`` kept apart,
-        ``weight`` and ``reason``.
+        ``weight`` and ``reason``, and ``blanket``: the ``node`` whose Markov blanket gave its second start,
+        that start's ``gain`` and ``penalty``, and ``chosen`` when it was kept.
     inlier_blocks : Blocks, optional
         For records given as blocks that live elsewhere (Dask), the masks per block; ``inlier_mask``
         is then None.
@@ -474,6 +477,35 @@ def _weight_information(b: _Block, pi: float) -> float:
     return float(b.w @ (d * d))
 
 
+def _blanket(b: _Block, rows: np.ndarray, shifts: np.ndarray, offset: int, k: int, lp: np.ndarray) -> tuple:
+    """Per distinct row, -log P(recorded state of a node | its Markov blanket) under the log-CPTs ``lp``,
+    and the entropy of that posterior (the surprise's expectation were the node drawn from it): ``rows`` are
+    the node's and its children's rows of ``g``, ``shifts`` how far each one's cell moves when the node's
+    state goes up by one."""
+    g = b.g[rows].astype(np.int64)
+    x = (g[0] - offset) % k
+    a = np.stack([lp[g + ((s - x)[None, :] * shifts[:, None])].sum(axis=0) for s in range(k)])
+    a = a - a.max(axis=0)
+    logp = a - np.log(np.exp(a).sum(axis=0))
+    return -logp[x, np.arange(x.size)], -(np.exp(logp) * logp).sum(axis=0)
+
+
+def _blanket_scored(b: _Block, **kw) -> _Block:
+    """The block scored by :func:`_blanket`'s surprise."""
+    return _Block(b.start, b.inv, b.keep, b.g, b.w, _blanket(b, **kw)[0])
+
+
+def _blanket_excess(b: _Block, **kw) -> float:
+    """The kept records' surprise beyond its expectation (:func:`_blanket`)."""
+    surprise, entropy = _blanket(b, **kw)
+    return float(b.w @ (surprise - entropy))
+
+
+def _start_above(b: _Block, t: float, high: float, low: float) -> _Block:
+    """Responsibilities to start EM from: ``high`` for the rows scoring above ``t``."""
+    return _Block(b.start, b.inv, b.keep, b.g, b.w, None, np.where(_s(b) > t, high, low), None)
+
+
 def _resp_scored(b: _Block) -> _Block:
     """The block scored by each row's responsibility of the minor component (for :func:`_top_records`)."""
     return _Block(b.start, b.inv, b.keep, b.g, b.w, np.asarray(b.r))
@@ -711,7 +743,10 @@ class _Run:
         population along. When the whole-network check declines for either reason, a partial mixture is
         fitted: the minor component has its own CPTs only for the families whose own gain beats their
         own BIC penalty, and shares the rest (``_mixture_em`` with ``partial``); it is judged by the
-        same rules against the penalty of the families it keeps apart."""
+        same rules against the penalty of the families it keeps apart. Its EM is started twice, from the
+        eigenvector's top records and from those whose recorded state of one node its Markov blanket finds
+        least likely (:meth:`_blanket_start`: a miscoded column), and the start with the larger gain beyond
+        its penalty is kept."""
         lay, cells, size = self.layout, self.cells, self.cells.size
         n = float(blocks.reduce(_n_kept))
         spent = self.N - n
@@ -752,6 +787,14 @@ class _Run:
             return blocks, None, entry
         # a second network differing in a few families: only those pay BIC's penalty
         state, ll, it, sel = self._mixture_em(start, n, single, penalty, partial=lp_single)
+        if MIX_BLANKET:
+            blanket = self._blanket_start(blocks, n, k, lp_single)
+            if blanket is not None:
+                other = self._mixture_em(blanket[1], n, single, penalty, partial=lp_single)
+                entry["blanket"] = {"node": blanket[0], "gain": other[1] - single, "penalty": self._partial_penalty(other[3], n)}
+                if other[3] is not None and other[1] - single - self._partial_penalty(other[3], n) > ll - single - self._partial_penalty(sel, n):
+                    (state, ll, it, sel), start = other, blanket[1]
+                    entry["blanket"]["chosen"] = True
         part = {"gain": ll - single, "penalty": self._partial_penalty(sel, n), "iterations": it,
                 "families": [lay.domain.variables[j] for j in np.asarray(cells.nodes)[sel]] if sel is not None else [],
                 "weight": float(state.reduce(_minor_mass) / n)}
@@ -799,6 +842,34 @@ class _Run:
         entry.update(accepted=True, reason=reason, removed=int(round(n - kept.reduce(_n_kept))))
         self.estimated += min(float(state.reduce(_minor_mass)), room) / self.N
         return kept, cells.split(lay, major), entry
+
+    def _blanket_start(self, blocks: Blocks, n: float, k: int, lp: np.ndarray):
+        """A start for the partial mixture aimed at one miscoded column: for every node with children, the
+        ``k`` records whose recorded state its Markov blanket finds least likely under one network ``lp``, for the
+        node whose recorded states are the most surprising beyond the surprise's expectation. Returns (node,
+        start) or None."""
+        lay, cells, size = self.layout, self.cells, self.cells.size
+        pos = {j: r for r, j in enumerate(cells.nodes)}
+        best, best_score = None, 0.0
+        for j in cells.nodes:
+            v = lay.domain.variables[j]
+            rows, shifts = [pos[j]], [1]
+            for c, w in enumerate(lay.domain.variables):
+                if c in pos and v in lay.parents[w]:
+                    ps = lay.parents[w]
+                    rows.append(pos[c])
+                    shifts.append(int(np.prod(lay.domain.shape(ps)[ps.index(v) + 1:], dtype=np.int64)) * lay.domain.cards[c])
+            if len(rows) == 1:
+                continue
+            kw = dict(rows=np.array(rows), shifts=np.array(shifts, dtype=np.int64), offset=cells.offset[pos[j]], k=lay.domain.cards[j], lp=lp)
+            score = float(blocks.reduce(_blanket_excess, **kw))
+            if score > best_score:
+                best, best_score = (v, kw), score
+        if best is None:
+            return None
+        scored = blocks.map(_blanket_scored, **best[1]).persist()
+        t, _ = _top_records(scored, max(k, 1), self.key_seed)
+        return best[0], scored.map(_start_above, t=t, high=BLANKET_START[0], low=BLANKET_START[1]).persist()
 
     def _cell_family(self) -> np.ndarray:
         """For every cell, the index (into ``cells.nodes``) of its family."""
