@@ -2,6 +2,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ppgm import BayesianNetwork, Domain, sample, total_variation
 from ppgm.learners.binary_encoding import binary_encoding
@@ -400,3 +402,20 @@ def test_a_miscoded_column_too_small_for_a_whole_second_network_is_found_by_a_pa
     monkeypatch.setattr(rf, "MIX_PARTIAL", False)
     whole = filter_known_topology(x, bn.domain, bn.parents, 0.1, seed=0, progress=False)
     assert not whole.history[-1]["mixture"]["accepted"] and whole.inlier_mask.all()
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=st.integers(5, 24), card=st.sampled_from([2, 3, 4]), max_parents=st.integers(1, 3),
+       alpha=st.sampled_from([0.3, 1.0, 3.0]), n=st.sampled_from([2_000, 10_000]), seed=st.integers(0, 2**20))
+def test_clean_records_keep_every_record_and_the_mle_through_every_check(nodes, card, max_parents, alpha, n, seed):
+    """The promise on clean data, over random networks (binary ones give the partial mixture its smallest
+    penalties): the default removes nothing, through the cuts, the whole and the partial mixture checks and
+    peeling, and returns exactly the MLE."""
+    bn = random_bayesian_network(nodes, card, max_parents=max_parents, alpha=alpha, seed=seed)
+    x = sample(bn, n, seed=seed + 1)
+    res = filter_known_topology(x, bn.domain, bn.parents, 0.1, seed=0, progress=False)
+    assert res.inlier_mask.all() and res.estimated_fraction == 0.0
+    assert not res.history[-1]["mixture"]["accepted"]
+    mle = empirical_cpts(x, bn.domain, bn.parents)
+    for v in bn.domain.variables:
+        np.testing.assert_array_equal(res.model.cpts[v], mle.cpts[v])
