@@ -792,15 +792,15 @@ class _Run:
         # a second network differing in a few families: only those pay BIC's penalty
         state, ll, it, sel = self._mixture_em(start, n, single, penalty, partial=lp_single)
         if MIX_BLANKET:
-            blanket = self._blanket_start(blocks, n, k, lp_single)
+            blanket = self._blanket_start(blocks, k, lp_single)
             if blanket is not None:
                 other = self._mixture_em(blanket[1], n, single, penalty, partial=lp_single)
                 entry["blanket"] = {"node": blanket[0], "gain": other[1] - single, "penalty": self._partial_penalty(other[3], n)}
-                if other[3] is not None and other[1] - single - self._partial_penalty(other[3], n) > ll - single - self._partial_penalty(sel, n):
+                if other[3] is not None and other[1] - entry["blanket"]["penalty"] > ll - self._partial_penalty(sel, n):
                     (state, ll, it, sel), start = other, blanket[1]
                     entry["blanket"]["chosen"] = True
         part = {"gain": ll - single, "penalty": self._partial_penalty(sel, n), "iterations": it,
-                "families": [lay.domain.variables[j] for j in np.asarray(cells.nodes)[sel]] if sel is not None else [],
+                "families": self._families(sel),
                 "weight": float(state.reduce(_minor_mass) / n)}
         entry["partial"] = part
         if sel is None or not sel.any() or part["weight"] > 0.5 or ll - single <= part["penalty"]:
@@ -828,8 +828,7 @@ class _Run:
         state, ll, it, sel = self._mixture_em(start, n, single, penalty, cap=room / n, partial=partial)
         if partial is not None:
             penalty = self._partial_penalty(sel, n)
-            entry["partial"].update(families_within_epsilon=[lay.domain.variables[j] for j in np.asarray(cells.nodes)[sel]]
-                                    if sel is not None else [], penalty_within_epsilon=penalty)
+            entry["partial"].update(families_within_epsilon=self._families(sel), penalty_within_epsilon=penalty)
         entry.update(gain_within_epsilon=ll - single, iterations_within_epsilon=it)
         if (partial is not None and (sel is None or not sel.any())) or ll - single <= penalty:
             entry["reason"] = "within what epsilon allows, a second network does not beat BIC's penalty"
@@ -847,12 +846,12 @@ class _Run:
         self.estimated += min(float(state.reduce(_minor_mass)), room) / self.N
         return kept, cells.split(lay, major), entry
 
-    def _blanket_start(self, blocks: Blocks, n: float, k: int, lp: np.ndarray):
+    def _blanket_start(self, blocks: Blocks, k: int, lp: np.ndarray):
         """A start for the partial mixture aimed at one miscoded column: for every node with children, the
         ``k`` records whose recorded state its Markov blanket finds least likely under one network ``lp``, for the
         node whose recorded states are the most surprising beyond the surprise's expectation. Returns (node,
         start) or None."""
-        lay, cells, size = self.layout, self.cells, self.cells.size
+        lay, cells = self.layout, self.cells
         pos = {j: r for r, j in enumerate(cells.nodes)}
         best, best_score = None, 0.0
         for j in cells.nodes:
@@ -874,6 +873,10 @@ class _Run:
         scored = blocks.map(_blanket_scored, **best[1]).persist()
         t, _ = _top_records(scored, max(k, 1), self.key_seed)
         return best[0], scored.map(_start_above, t=t, high=BLANKET_START[0], low=BLANKET_START[1]).persist()
+
+    def _families(self, sel: np.ndarray | None) -> list:
+        """The names of the families ``sel`` marks (over ``cells.nodes``)."""
+        return [self.layout.domain.variables[j] for j in np.asarray(self.cells.nodes)[sel]] if sel is not None else []
 
     def _cell_family(self) -> np.ndarray:
         """For every cell, the index (into ``cells.nodes``) of its family."""
