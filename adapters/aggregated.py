@@ -1351,6 +1351,9 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         ``fit(X, y)`` on rows: bins of numeric columns (see :func:`aggregate`).
     strategy : {"uniform", "quantile", "kmeans"}
         ``fit(X, y)`` on rows: where the bin edges go (see :func:`aggregate`).
+    method : {"auto", "pcd", "exact"}
+        "auto": exact aggregates over few features (at most 65,536 joint configurations, ``ppgm.learners.maxent.ENUMERATE_CELLS``) are
+        fitted exactly by Newton's method, the rest by PCD (see :func:`ppgm.learners.maxent.fit_maxent`).
 
     Examples
     --------
@@ -1381,6 +1384,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         client=None,
         bins: int = 10,
         strategy: str = "uniform",
+        method: str = "auto",
     ) -> None:
         self.n_chains = n_chains
         self.max_iter = max_iter
@@ -1399,6 +1403,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         self.client = client
         self.bins = bins
         self.strategy = strategy
+        self.method = method
 
     def fit(self, X, y=None, eval_set: pd.DataFrame | None = None, eval_every: int = 10) -> "MaxEntClassifier":
         """Learn from aggregates by persistent contrastive divergence: ``fit(aggregates)``, or
@@ -1465,7 +1470,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
             rescaled=self.rescaled, precondition=self.precondition, average=self.average, seed=self.seed,
             progress=self.progress, model=self.model_ if warm else None, state=self.state_ if warm else None,
             callback=callback, callback_every=eval_every, n_shards=self.n_shards,
-            executor=None if self.client is None else dask_executor(self.client),
+            executor=None if self.client is None else dask_executor(self.client), method=self.method,
         )
         if warm:
             for k, v in result.history.items():

@@ -54,7 +54,7 @@ def test_aggregate_encodes_bins_categories_and_missing(tmp_path):
 def test_classifier_round_trip_through_pgmpy_and_sklearn_conventions():
     df = _frame()
     agg = aggregate(df, label="y", bins=4, positive="yes")
-    clf = MaxEntClassifier(n_chains=3000, max_iter=120, progress=False)
+    clf = MaxEntClassifier(n_chains=3000, max_iter=120, progress=False, method="pcd")
     assert clf.get_params()["n_chains"] == 3000
     clf.set_params(max_iter=100)
     with pytest.raises(ValueError, match="Invalid parameter"):

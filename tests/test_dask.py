@@ -75,7 +75,7 @@ def test_pcd_shards_on_workers_equal_the_in_memory_shards(client):
     df = pd.DataFrame({"a": rng.integers(0, 3, 4000), "b": rng.integers(0, 2, 4000)})
     df["y"] = (rng.random(4000) < 0.2 + 0.2 * df["a"]).astype(int)
     agg = aggregate(df, label="y")
-    kw = dict(n_chains=3000, max_iter=15, progress=False, n_shards=2, seed=3)
+    kw = dict(n_chains=3000, max_iter=15, progress=False, n_shards=2, seed=3, method="pcd")
     local = MaxEntClassifier(**kw).fit(agg)
     remote = MaxEntClassifier(client=client, **kw).fit(agg)
     np.testing.assert_array_equal(local.model_.theta, remote.model_.theta)

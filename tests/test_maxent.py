@@ -96,7 +96,7 @@ def test_gibbs_chains_estimate_the_exact_expectations():
 
 def test_fixed_point_reproduces_the_aggregates():
     dom, x, y, tables = _tiny(n=20_000)
-    fit = fit_maxent(tables, dom, n_chains=20_000, max_iter=300, l2_mu=0.0, l2_theta=0.0, seed=0, progress=False)
+    fit = fit_maxent(tables, dom, n_chains=20_000, max_iter=300, l2_mu=0.0, l2_theta=0.0, seed=0, progress=False, method="pcd")
     Ed, Ec, _ = _exact_expectations(fit.model)
     lay = fit.model.layout
     n = len(x)
@@ -137,7 +137,7 @@ def test_xor_counter_example_gives_the_predicted_0_9_and_0_1():
 
 def test_same_seed_same_result_and_warm_start_continues_exactly():
     dom, x, y, tables = _tiny()
-    kw = dict(n_chains=2000, seed=5, progress=False, average=0.0, l2_theta=30.0)  # a fixed penalty: PCD alone
+    kw = dict(n_chains=2000, seed=5, progress=False, average=0.0, l2_theta=30.0, method="pcd")  # a fixed penalty: PCD alone
     a = fit_maxent(tables, dom, max_iter=40, **kw)
     b = fit_maxent(tables, dom, max_iter=40, **kw)
     np.testing.assert_array_equal(a.model.theta, b.model.theta)
@@ -174,7 +174,7 @@ def test_noisy_default_budget_is_half_the_chains_twice_the_steps():
 
     assert (EXACT_CHAINS, EXACT_STEPS, NOISY_CHAINS, NOISY_STEPS) == (8000, 300, 4000, 600)
     dom, x, y, tables = _tiny(n=2000)
-    exact = fit_maxent(tables, dom, seed=1, progress=False)
+    exact = fit_maxent(tables, dom, seed=1, progress=False, method="pcd")
     assert len(exact.state.chains) == 8000 and exact.state.step == 300
     noisy = release_aggregates(tables, LaplaceMechanism(1.0), seed=0)
     kw = dict(seed=1, progress=False, l2_theta=30.0)
@@ -320,19 +320,19 @@ def test_pcd_reports_an_unconverged_run():
 
     dom, tables = _xor_rows()
     with pytest.warns(ConvergenceWarning, match="did not converge"):
-        short = fit_maxent(tables, dom, n_chains=2000, max_iter=100, step_mu=0.02, step_theta=0.02, seed=0, progress=False)
+        short = fit_maxent(tables, dom, n_chains=2000, max_iter=100, step_mu=0.02, step_theta=0.02, seed=0, progress=False, method="pcd")
     assert short.converged is False and short.remaining_gain > GAIN_TOL
-    long = fit_maxent(tables, dom, n_chains=2000, max_iter=300, seed=0, progress=False)
+    long = fit_maxent(tables, dom, n_chains=2000, max_iter=300, seed=0, progress=False, method="pcd")
     assert long.converged is True and long.remaining_gain < GAIN_TOL / 10
     # the unconverged one is also measurably off: its predictions differ from the converged fit's
     X = np.array([[0, 0, 0], [1, 0, 0]])
     assert np.abs(short.model.predict_proba(X) - long.model.predict_proba(X)).max() > 0.05
-    assert fit_maxent(tables, dom, n_chains=2000, max_iter=50, average=0.0, seed=0, progress=False).converged is None
+    assert fit_maxent(tables, dom, n_chains=2000, max_iter=50, average=0.0, seed=0, progress=False, method="pcd").converged is None
 
 
 def test_exact_tables_of_a_network_with_near_deterministic_cells_converge_at_the_defaults():
     """INSURANCE's binary VehicleYear (positive: its first, majority state) and its eight nearest nodes:
-    many pair cells have a label rate of 0 or 1, held only by the penalty. At the defaults PCD converges,
+    many pair cells have a label rate of 0 or 1, held only by the penalty. At its defaults PCD converges,
     and its P(y | x) learned from the tables alone is within 0.01 test NLLH of the quadratic logistic
     trained on the rows (with the penalty's curvature shared among the tables on exact tables, as on noisy
     ones, PCD ran off here: test NLLH -0.98, unconverged)."""
@@ -357,7 +357,7 @@ def test_exact_tables_of_a_network_with_near_deterministic_cells_converge_at_the
     tables = aggregate_records(x[train], y[train], dom, table_scopes(dom.variables, "all"))
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        fit = fit_maxent(tables, dom, seed=0, progress=False)
+        fit = fit_maxent(tables, dom, seed=0, progress=False, method="pcd")  # 11,520 configurations: PCD on request
     assert fit.converged is True
     maxent = nllh(y[test], fit.model.predict_proba(x[test]))
     design = lambda part: quadratic_one_hot(x[part], dom.cards)  # noqa: E731

@@ -96,11 +96,11 @@ def test_pcd_steps_mu_by_the_measured_coupling_and_keeps_the_fixed_point():
     y = (rng.random(4000) < _sigmoid(-1 + 1.5 * x[:, 0] + x[:, 0] * x[:, 2])).astype(int)
     tables = aggregate_records(x, y, dom, table_scopes(dom.variables, "all"))
     T = len(tables)
-    adaptive = fit_maxent(tables, dom, n_chains=4000, max_iter=300, seed=0, progress=False)
+    adaptive = fit_maxent(tables, dom, n_chains=4000, max_iter=300, seed=0, progress=False, method="pcd")
     records = adaptive.history["mu_coupling"]
     assert [s for s, _ in records] == list(range(0, 300, 25))
     assert all(1.0 <= lam < T for _, lam in records)
-    fixed = fit_maxent(tables, dom, n_chains=4000, max_iter=300, step_mu=DEFAULT_STEP / (T + 1), seed=0, progress=False)
+    fixed = fit_maxent(tables, dom, n_chains=4000, max_iter=300, step_mu=DEFAULT_STEP / (T + 1), seed=0, progress=False, method="pcd")
     assert "mu_coupling" not in fixed.history
     X = np.array(list(itertools.product(*[range(k) for k in dom.cards])))
     assert np.abs(adaptive.model.predict_proba(X) - fixed.model.predict_proba(X)).max() < 0.03

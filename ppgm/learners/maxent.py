@@ -44,7 +44,7 @@ from ..core.progress import ConvergenceWarning, progress_bar
 from ..core.rng import as_generator
 from ..factors.domain import Domain
 from ..models.measurement import Measurement
-from . import maxent_rule
+from . import maxent_exact, maxent_rule
 from .maxent_coupling import COUPLING_CHAINS, COUPLING_EVERY, mu_coupling
 
 #: Default step size times the number of tables plus one (see ``fit_maxent``'s ``step_mu``).
@@ -63,6 +63,10 @@ MU_MOMENTUM = 0.5
 #: (``prior_chains``): there mu travels far and steps, not Monte Carlo precision, limit it. docs/explain/maxent.md,
 #: "Half the chains, twice the steps".
 EXACT_CHAINS, EXACT_STEPS = 8_000, 300
+#: Exact tables over features whose joint has at most this many configurations are fitted by Newton's method
+#: on the exact likelihood (every configuration enumerated) instead of PCD: no chains to mix, no Monte Carlo
+#: noise. docs/explain/maxent.md, "Small feature spaces: the exact fit".
+ENUMERATE_CELLS = 2**16
 NOISY_CHAINS, NOISY_STEPS = 4_000, 600
 
 
@@ -153,6 +157,22 @@ class MaxEntLayout:
             unseen = (a < 0) | (b < 0)
             return np.where(unseen, -1, self._flat_slots[np.where(unseen, 0, cells)])
         return self._flat_slots[cells]
+
+    def enumerated(self) -> tuple | None:
+        """Every configuration of the features (rows, C order) and its slots (laid out as
+        :meth:`slots_by_table`), when there are at most ``ENUMERATE_CELLS``; else None. Built once."""
+        if not hasattr(self, "_enumerated"):
+            cards = self.domain.cards
+            if float(np.prod(cards, dtype=float)) > ENUMERATE_CELLS:
+                self._enumerated = None
+            else:
+                configs = np.indices(cards, dtype=np.int64).reshape(len(cards), -1).T
+                self._enumerated = (configs, self.slots_by_table(configs))
+        return self._enumerated
+
+    def __getstate__(self) -> dict:
+        # the sampler and the enumeration are caches, rebuilt where the layout lands (a Dask worker)
+        return {k: v for k, v in self.__dict__.items() if k not in ("_gibbs", "_enumerated")}
 
     def gibbs(self) -> "_Gibbs":
         """The Gibbs sampler of this layout (built once, then reused by every step)."""
@@ -515,8 +535,12 @@ def fit_maxent(
     callback: Callable[[MaxEntModel, int], dict] | None = None,
     callback_every: int = 10,
     prior_chains: int | None = None,
+    method: str = "auto",
 ) -> PCDResult:
     """Fit the maximum-entropy model to aggregated tables by persistent contrastive divergence.
+
+    Exact tables over a small feature space (at most ``ENUMERATE_CELLS`` joint configurations) are
+    fitted exactly instead, by Newton's method over every configuration (``method``).
 
     Parameters
     ----------
@@ -599,6 +623,14 @@ def fit_maxent(
         fewer chains, pass the final fit's count so that they fit the same estimator (with their own,
         they chose penalties half a decade too large: ``docs/explain/maxent.md``, "The penalty chosen from the
         tables").
+    method : {"auto", "pcd", "exact"}
+        "auto": exact tables whose features have at most ``ENUMERATE_CELLS`` joint configurations are fitted
+        exactly (``ppgm.learners.maxent_exact``: Newton's method on the likelihood summed over every
+        configuration, to a Newton decrement of 1e-6 nats per record, at most 200 steps; the callback runs after
+        each), all else by PCD. There the Gibbs sweep mixes slowly when the label is nearly a function of the features, and
+        the exact fit reached the quadratic logistic where PCD stopped 0.019 short (ASIA, ``benchmarks/panel.py``).
+        The chains of the returned state are then independent draws from the fitted model; ``max_iter`` and the
+        step, averaging and executor settings only matter to PCD. "pcd" forces PCD; "exact" requires the exact fit.
 
     Returns
     -------
@@ -619,6 +651,8 @@ def fit_maxent(
     checks.flag(precondition, "precondition")
     checks.flag(progress, "progress")
     checks.callback(callback)
+    if method not in ("auto", "pcd", "exact"):
+        raise ValueError(f"method: expected 'auto', 'pcd' or 'exact', got {method!r}")
     tables = _check_tables(tables)
     noisy = any(t.noise != "none" for t in tables)
     if n_chains is None:
@@ -637,7 +671,8 @@ def fit_maxent(
     if l2_rule:
         return _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_shards, executor, callback,
                             dict(l2_mu=l2_mu, step_mu=step_mu, step_theta=step_theta, rescaled=rescaled,
-                                 precondition=precondition, max_step=max_step, average=average, prior_chains=prior_chains),
+                                 precondition=precondition, max_step=max_step, average=average, prior_chains=prior_chains,
+                                 method=method),
                             dict(progress=progress, callback_every=callback_every))
     l2_theta = checks.non_negative(l2_theta, "l2_theta")
     layout = model.layout if model is not None else MaxEntLayout.from_tables(domain, tables)
@@ -648,6 +683,11 @@ def fit_maxent(
     else:
         model = MaxEntModel(layout, model.mu.copy(), model.theta.copy(), model.theta0)
     state = _initial_state(model, n_chains, n_shards, seed) if state is None else state.copy()
+    if method != "pcd" and not obs.noisy and layout.enumerated() is not None:
+        return _fit_exact(model, state, obs, l2_mu, l2_theta, callback)
+    if method == "exact":
+        raise ValueError("method='exact' needs exact (noise-free) tables over features with at most "
+                         f"{ENUMERATE_CELLS:,} joint configurations")
     pool = (executor or InProcess()).scatter(state.shards, "PCD chain shards")
     update = _Update(obs, DEFAULT_STEP / (T + 1) if step_mu is None else float(step_mu),
                      DEFAULT_STEP / (T + 1) if step_theta is None else float(step_theta),
@@ -700,6 +740,39 @@ def fit_maxent(
                               f"nats of conditional log-likelihood per record (more than {GAIN_TOL:g}); raise max_iter "
                               "(noisy tables need thousands of steps) or continue from this result (model=, state=)",
                               ConvergenceWarning, stacklevel=2)
+    return PCDResult(model, state, history, gain, l2_theta)
+
+
+def _fit_exact(model: MaxEntModel, state: PCDState, obs: "_Observed", l2_mu: float, l2_theta: float, callback) -> PCDResult:
+    """fit_maxent on an enumerable feature space (``maxent_exact``); the state's chains are redrawn from the
+    fitted model with each shard's generator, so the penalty rule and warm starts read them as PCD's."""
+    layout = model.layout
+    configs, every = layout.enumerated()
+    history: dict = {"step": []}
+
+    def on_step(mu, theta, theta0, k):
+        history["step"].append(state.step + k)
+        if callback is not None:  # after every Newton step (a fit takes tens)
+            for key, val in (callback(MaxEntModel(layout, mu, theta, theta0), state.step + k) or {}).items():
+                history.setdefault(key, []).append((state.step + k, val))
+
+    fit = maxent_exact.fit_enumerated(every, obs.d, obs.c, obs.C, obs.n, model.mu, model.theta, float(model.theta0),
+                                      l2_mu, l2_theta, on_step=on_step)
+    history.update(fit.history)
+    model = MaxEntModel(layout, fit.mu, fit.theta, fit.theta0)
+    for shard in state.shards:
+        shard.chains = maxent_exact.draw(every, configs, fit.mu, fit.theta, fit.theta0, len(shard.chains), shard.rng)
+        shard.slots = None
+    state.step += len(fit.history["decrement"])
+    chains = state.chains[:GAIN_CHAINS]
+    # the exact gradient at the result, read by the same conditional Newton test as PCD's
+    grad = MaxEntModel(layout, np.zeros_like(fit.mu), fit.gradient_theta, fit.gradient_theta0)
+    gain = _remaining_gain(model, [grad, grad], chains, obs.n / len(chains), l2_theta)
+    if not fit.converged or gain > GAIN_TOL:
+        warnings.warn(f"the exact fit did not converge in {len(fit.history['decrement'])} Newton steps (decrement "
+                      f"{fit.decrement:.2g} nats per record): the tables may be inconsistent, or a penalty of 0 leaves "
+                      "the optimum at infinity; set l2_theta / l2_mu, or method='pcd'", ConvergenceWarning, stacklevel=3)
+        gain = max(gain, GAIN_TOL * 2)
     return PCDResult(model, state, history, gain, l2_theta)
 
 
