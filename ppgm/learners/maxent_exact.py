@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from .krylov import pcg
+
 #: Newton decrement (nats per record) below which the fit is settled
 NEWTON_TOL = 1e-6
 CG_ITERS = 200
@@ -88,7 +90,7 @@ class _Objective:
     def preconditioner(self):
         """The inverse of the Hessian's blocks of each table (its mu and theta cells together: within a
         table the cells share the table's total, and a cell's mu and theta move the same records), as a
-        function r -> M^-1 r for the conjugate gradients."""
+        function r -> M^-1 r for the conjugate gradients (``krylov.pcg``)."""
         px, p1 = self._sum_slots(self.p0 + self.p1), self._sum_slots(self.p1)
         S, q = self.S, float(self.p1.sum())
         inverses = []
@@ -141,7 +143,7 @@ def fit_enumerated(every, d, c, C, n, mu, theta, theta0, l2_mu, l2_theta, max_it
     decrement, forcing = np.inf, FORCING
     for _ in range(int(max_iter)):
         # inexact Newton: the linear solve only as precise as the step needs (tighter near the optimum)
-        step = _pcg(f, -grad, f.preconditioner(), rtol=forcing)
+        step, _ = pcg(f.hessp, -grad, f.preconditioner(), CG_ITERS, forcing)
         decrement = 0.5 * float(-grad @ step)
         history["decrement"].append(decrement)
         if decrement <= tol:
@@ -158,33 +160,10 @@ def fit_enumerated(every, d, c, C, n, mu, theta, theta0, l2_mu, l2_theta, max_it
         if on_step is not None:
             on_step(*f.split(z.copy()), len(history["objective"]) - 1)
     else:
-        decrement = 0.5 * float(grad @ _pcg(f, grad, f.preconditioner()))
+        decrement = 0.5 * float(grad @ pcg(f.hessp, grad, f.preconditioner(), CG_ITERS, 1e-6)[0])
     mu, th, t0 = f.split(z)
     _, g_th, g0 = f.split(grad * f.n)
     return ExactFit(mu.copy(), th.copy(), t0, bool(decrement <= tol), decrement, history, g_th.copy(), g0)
-
-
-def _pcg(f: _Objective, b: np.ndarray, precondition, rtol: float = 1e-6, iters: int | None = None) -> np.ndarray:
-    """Solve H x = b by conjugate gradients preconditioned by ``precondition`` (r -> M^-1 r), to a residual of ``rtol`` of b's
-    (in the preconditioner's norm) or ``CG_ITERS`` iterations."""
-    iters = CG_ITERS if iters is None else iters
-    x = np.zeros_like(b)
-    r = b.copy()
-    s = precondition(r)
-    p, rs = s.copy(), float(r @ s)
-    stop = rtol * rtol * rs
-    for _ in range(iters):
-        if rs <= stop or rs == 0:
-            break
-        hp = f.hessp(p)
-        alpha = rs / float(p @ hp)
-        x += alpha * p
-        r -= alpha * hp
-        s = precondition(r)
-        rs_new = float(r @ s)
-        p = s + (rs_new / rs) * p
-        rs = rs_new
-    return x
 
 
 def incidence(every: np.ndarray, n_slots: int):
