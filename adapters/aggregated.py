@@ -1435,9 +1435,12 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         --------
         >>> rng = np.random.default_rng(0)
         >>> df = pd.DataFrame({"a": rng.integers(0, 3, 4000)}); df["y"] = (rng.random(4000) < 0.2 + 0.3 * df["a"]).astype(int)
-        >>> clf = MaxEntClassifier(n_chains=1000, max_iter=60, progress=False).fit(aggregate(df, label="y"))
-        >>> clf.classes_.tolist(), len(clf.history_["step"])
-        ([0, 1], 60)
+        >>> clf = MaxEntClassifier(progress=False).fit(aggregate(df, label="y"))  # one feature: fitted exactly
+        >>> clf.classes_.tolist(), clf.converged_, "decrement" in clf.history_
+        ([0, 1], True, True)
+        >>> pcd = MaxEntClassifier(n_chains=1000, max_iter=60, progress=False, method="pcd").fit(aggregate(df, label="y"))
+        >>> len(pcd.history_["step"])  # the pilot's 20 steps, then the final fit's 40
+        60
         """
         for name in ("rescaled", "precondition", "noise_model", "progress", "warm_start"):
             checks.flag(getattr(self, name), name)
