@@ -56,7 +56,7 @@ def compute() -> dict:
 
     dom = Domain(("a", "b", "c"), (3, 3, 3))
     agg = aggregate_records(x, y, dom, [("a",), ("b",), ("c",), ("a", "b"), ("b", "c")])
-    fit = fit_maxent(agg, dom, n_chains=600, max_iter=25, n_shards=2, seed=6, progress=False)
+    fit = fit_maxent(agg, dom, n_chains=600, max_iter=25, n_shards=2, seed=6, progress=False, method="pcd")
     out["maxent_mu"], out["maxent_theta"] = fit.model.mu, fit.model.theta
     out["maxent_theta0"] = np.array([fit.model.theta0])
     out["maxent_chains"] = fit.state.chains

@@ -747,7 +747,9 @@ def _fit_exact(model: MaxEntModel, state: PCDState, obs: "_Observed", l2_mu: flo
     """fit_maxent on an enumerable feature space (``maxent_exact``); the state's chains are redrawn from the
     fitted model with each shard's generator, so the penalty rule and warm starts read them as PCD's."""
     layout = model.layout
-    configs, every = layout.enumerated()
+    table = layout.enumerated()
+    assert table is not None  # the caller checked
+    configs, every = table
     history: dict = {"step": []}
 
     def on_step(mu, theta, theta0, k):
