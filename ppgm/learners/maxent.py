@@ -159,15 +159,15 @@ class MaxEntLayout:
         return self._flat_slots[cells]
 
     def enumerated(self) -> tuple | None:
-        """Every configuration of the features (rows, C order) and its slots (laid out as
-        :meth:`slots_by_table`), when there are at most ``ENUMERATE_CELLS``; else None. Built once."""
+        """Every configuration of the features (rows, C order) and the configurations x slots incidence
+        matrix (``maxent_exact.incidence``), when there are at most ``ENUMERATE_CELLS``; else None. Built once."""
         if not hasattr(self, "_enumerated"):
             cards = self.domain.cards
             if float(np.prod(cards, dtype=float)) > ENUMERATE_CELLS:
                 self._enumerated = None
             else:
                 configs = np.indices(cards, dtype=np.int64).reshape(len(cards), -1).T
-                self._enumerated = (configs, self.slots_by_table(configs))
+                self._enumerated = (configs, maxent_exact.incidence(self.slots_by_table(configs), self.n_slots))
         return self._enumerated
 
     def __getstate__(self) -> dict:
@@ -749,7 +749,7 @@ def _fit_exact(model: MaxEntModel, state: PCDState, obs: "_Observed", l2_mu: flo
     layout = model.layout
     table = layout.enumerated()
     assert table is not None  # the caller checked
-    configs, every = table
+    configs, A = table
     history: dict = {"step": []}
 
     def on_step(mu, theta, theta0, k):
@@ -758,12 +758,12 @@ def _fit_exact(model: MaxEntModel, state: PCDState, obs: "_Observed", l2_mu: flo
             for key, val in (callback(MaxEntModel(layout, mu, theta, theta0), state.step + k) or {}).items():
                 history.setdefault(key, []).append((state.step + k, val))
 
-    fit = maxent_exact.fit_enumerated(every, obs.d, obs.c, obs.C, obs.n, model.mu, model.theta, float(model.theta0),
-                                      l2_mu, l2_theta, on_step=on_step)
+    fit = maxent_exact.fit_enumerated(A, layout.offsets, layout.sizes, obs.d, obs.c, obs.C, obs.n, model.mu, model.theta,
+                                      float(model.theta0), l2_mu, l2_theta, on_step=on_step)
     history.update(fit.history)
     model = MaxEntModel(layout, fit.mu, fit.theta, fit.theta0)
     for shard in state.shards:
-        shard.chains = maxent_exact.draw(every, configs, fit.mu, fit.theta, fit.theta0, len(shard.chains), shard.rng)
+        shard.chains = maxent_exact.draw(A, configs, fit.mu, fit.theta, fit.theta0, len(shard.chains), shard.rng)
         shard.slots = None
     state.step += len(fit.history["decrement"])
     chains = state.chains[:GAIN_CHAINS]

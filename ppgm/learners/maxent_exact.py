@@ -12,8 +12,9 @@ It matters where the label is nearly a function of the features: there the Gibbs
 slowly between the label's modes and PCD's fixed point drifts (``docs/explain/maxent.md``,
 "Small feature spaces: the exact fit").
 
-The functions work on flat arrays: ``every`` is the slots of every configuration, laid out as
-``MaxEntLayout.slots_by_table`` (tables x configurations).
+The functions work on flat arrays: ``A`` is the configurations x slots incidence matrix
+(:func:`incidence`, built once per layout by ``MaxEntLayout.enumerated``), and table t's slots are
+``offsets[t]`` to ``offsets[t] + sizes[t]`` (the layout's).
 """
 from __future__ import annotations
 
@@ -50,12 +51,16 @@ class _Objective:
     """The penalised likelihood per record, its gradient and Hessian-vector products, over the
     enumerated configurations (y = 0 and y = 1 for each)."""
 
-    def __init__(self, every, d, c, C, n, l2_mu, l2_theta):
-        self.S, self.T = int(d.size), every.shape[0]
-        self.A = incidence(every, self.S)
-        self.ranges = [(int(t.min()), int(t.max()) + 1) for t in every]  # each table's slots are contiguous
+    def __init__(self, A, offsets, sizes, d, c, C, n, l2_mu, l2_theta):
+        self.A, self.S = A, int(d.size)
         self.d, self.c, self.C, self.n = d / n, c / n, C / n, float(n)
         self.pen = np.concatenate([np.full(self.S, 2 * l2_mu / n), np.full(self.S, 2 * l2_theta / n), [0.0]])
+        # the tables grouped by size, each group's positions in z: its mu cells, then its theta cells
+        self.groups = []
+        for k in np.unique(sizes):
+            starts = np.asarray(offsets)[np.asarray(sizes) == k]
+            cells = starts[:, None] + np.arange(k)[None, :]
+            self.groups.append(np.concatenate([cells, cells + self.S], axis=1))
 
     def split(self, z):
         return z[: self.S], z[self.S : 2 * self.S], float(z[-1])
@@ -90,53 +95,54 @@ class _Objective:
     def preconditioner(self):
         """The inverse of the Hessian's blocks of each table (its mu and theta cells together: within a
         table the cells share the table's total, and a cell's mu and theta move the same records), as a
-        function r -> M^-1 r for the conjugate gradients (``krylov.pcg``)."""
+        function r -> M^-1 r for the conjugate gradients (``krylov.pcg``); tables of one size at once."""
         px, p1 = self._sum_slots(self.p0 + self.p1), self._sum_slots(self.p1)
-        S, q = self.S, float(self.p1.sum())
+        q = float(self.p1.sum())
         inverses = []
-        for lo, hi in self.ranges:
-            a, b = px[lo:hi], p1[lo:hi]
-            k = hi - lo
-            block = np.empty((2 * k, 2 * k))
-            block[:k, :k] = np.diag(a) - np.outer(a, a)
-            block[:k, k:] = np.diag(b) - np.outer(a, b)
-            block[k:, :k] = block[:k, k:].T
-            block[k:, k:] = np.diag(b) - np.outer(b, b)
-            block[np.diag_indices(2 * k)] += np.concatenate([self.pen[lo:hi], self.pen[S + lo : S + hi]]) + 1e-12
+        for idx in self.groups:
+            k = idx.shape[1] // 2
+            a, b = px[idx[:, :k]], p1[idx[:, :k]]  # (tables, k)
+            e = np.concatenate([a, b], axis=1)  # a cell's mu and theta statistics: E = a and b, E[mu_i theta_i] = b_i
+            block = -e[:, :, None] * e[:, None, :]
+            diag = np.arange(k)
+            block[:, diag, diag] += a
+            block[:, diag, k + diag] += b
+            block[:, k + diag, diag] += b
+            block[:, k + diag, k + diag] += b
+            block[:, np.arange(2 * k), np.arange(2 * k)] += self.pen[idx] + 1e-12
             inverses.append(np.linalg.inv(block))
         h0 = 1.0 / max(q * (1 - q), 1e-12)
 
         def apply(r):
             out = np.empty_like(r)
-            for (lo, hi), inv in zip(self.ranges, inverses):
-                k = hi - lo
-                v = inv @ np.concatenate([r[lo:hi], r[S + lo : S + hi]])
-                out[lo:hi], out[S + lo : S + hi] = v[:k], v[k:]
+            for idx, inv in zip(self.groups, inverses):
+                out[idx] = np.einsum("gij,gj->gi", inv, r[idx])
             out[-1] = h0 * r[-1]
             return out
 
         return apply
 
 
-def fit_enumerated(every, d, c, C, n, mu, theta, theta0, l2_mu, l2_theta, max_iter=None, tol=None, on_step=None) -> ExactFit:
+def fit_enumerated(A, offsets, sizes, d, c, C, n, mu, theta, theta0, l2_mu, l2_theta, max_iter=None, tol=None,
+                   on_step=None) -> ExactFit:
     """Minimise the penalised likelihood of exact tables from (mu, theta, theta0) by Newton's method.
 
-    Each step solves H p = -g by preconditioned conjugate gradients (H's diagonal; the products
-    are two passes over the configurations), then backtracks until the objective falls (Armijo).
+    Each step solves H p = -g by conjugate gradients preconditioned by each table's block of H (the
+    products are two passes over the configurations), then backtracks until the objective falls (Armijo).
     The fit stops when the Newton decrement g' H^-1 g / 2 is below ``tol`` nats per record.
     ``on_step(mu, theta, theta0, k)`` is called after every step k = 1, 2, ...
 
     Examples
     --------
-    >>> every = np.array([[0, 1]])  # one binary feature a, its single table (slots 0, 1)
+    >>> A = incidence(np.array([[0, 1]]), 2)  # one binary feature a, its single table (slots 0, 1)
     >>> d = np.array([30.0, 70.0]); c = np.array([3.0, 35.0])  # 100 records, 38 positive
-    >>> fit = fit_enumerated(every, d, c, 38.0, 100.0, np.zeros(2), np.zeros(2), 0.0, 0.0, 0.0)
+    >>> fit = fit_enumerated(A, [0], [2], d, c, 38.0, 100.0, np.zeros(2), np.zeros(2), 0.0, 0.0, 0.0)
     >>> p = 1 / (1 + np.exp(-(fit.theta0 + fit.theta))); np.round(p, 3).tolist(), fit.converged  # label rate per a
     ([0.1, 0.5], True)
     """
     tol = NEWTON_TOL if tol is None else tol
     max_iter = MAX_STEPS if max_iter is None else max_iter
-    f = _Objective(every, np.asarray(d, float), np.asarray(c, float), float(C), float(n), float(l2_mu), float(l2_theta))
+    f = _Objective(A, offsets, sizes, np.asarray(d, float), np.asarray(c, float), float(C), float(n), float(l2_mu), float(l2_theta))
     z = np.concatenate([mu, theta, [theta0]]).astype(float)
     value, grad = f.at(z)
     history = {"objective": [value], "decrement": []}
@@ -167,15 +173,15 @@ def fit_enumerated(every, d, c, C, n, mu, theta, theta0, l2_mu, l2_theta, max_it
 
 
 def incidence(every: np.ndarray, n_slots: int):
-    """The configurations x slots 0/1 matrix (CSR; a configuration's row holds one slot per table), built
-    once per layout: its products replace gathers and scatters over the tables."""
+    """The configurations x slots 0/1 matrix (CSR; a configuration's row holds one slot per table) of the
+    slots ``every`` (tables x configurations): its products replace gathers and scatters over the tables."""
     T, K = every.shape
     return sparse.csr_matrix((np.ones(T * K), every.T.ravel(), np.arange(0, T * K + 1, T)), shape=(K, n_slots))
 
 
-def draw(every, configs, mu, theta, theta0, k, rng) -> np.ndarray:
+def draw(A, configs, mu, theta, theta0, k, rng) -> np.ndarray:
     """``k`` independent draws of the features from the model's marginal (the label summed out)."""
-    log_p = mu[every].sum(axis=0) + np.logaddexp(0.0, theta0 + theta[every].sum(axis=0))
+    log_p = A @ mu + np.logaddexp(0.0, theta0 + A @ theta)
     cdf = np.cumsum(np.exp(log_p - log_p.max()))
     pick = np.minimum(np.searchsorted(cdf, rng.random(k) * cdf[-1], side="right"), len(cdf) - 1)
     return configs[pick]
