@@ -1323,9 +1323,12 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
     n_chains : int, optional
         Persistent chains (all shards together); default 8,000 on exact aggregates, 4,000 on noisy ones.
     max_iter : int, optional
-        PCD steps; default 300 on exact aggregates (8,000 x 300 chosen on a validation split of Adult's
-        train rows), 600 on noisy ones: the same budget spent on steps, which noisy fits lack (see
-        :func:`ppgm.learners.maxent.fit_maxent`).
+        The most PCD steps; default 1,800 on exact aggregates, stopped at the first convergence test (every 300
+        steps) that reads at most ``tol``, and 600 on noisy ones, all run: the same budget spent on steps, which
+        noisy fits lack (see :func:`ppgm.learners.maxent.fit_maxent`).
+    tol : float, "auto" or None
+        Stop once one more Newton step would gain at most this many nats per record; "auto": 2.5e-4 on exact
+        aggregates, None (run ``max_iter``) on noisy ones.
     l2_mu : float
         L2 penalty of the feature parameters.
     l2_theta : float, "release" or None
@@ -1385,6 +1388,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         bins: int = 10,
         strategy: str = "uniform",
         method: str = "auto",
+        tol: float | str | None = "auto",
     ) -> None:
         self.n_chains = n_chains
         self.max_iter = max_iter
@@ -1404,6 +1408,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         self.bins = bins
         self.strategy = strategy
         self.method = method
+        self.tol = tol
 
     def fit(self, X, y=None, eval_set: pd.DataFrame | None = None, eval_every: int = 10) -> "MaxEntClassifier":
         """Learn from aggregates by persistent contrastive divergence: ``fit(aggregates)``, or
@@ -1473,7 +1478,7 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
             rescaled=self.rescaled, precondition=self.precondition, average=self.average, seed=self.seed,
             progress=self.progress, model=self.model_ if warm else None, state=self.state_ if warm else None,
             callback=callback, callback_every=eval_every, n_shards=self.n_shards,
-            executor=None if self.client is None else dask_executor(self.client), method=self.method,
+            executor=None if self.client is None else dask_executor(self.client), method=self.method, tol=self.tol,
         )
         if warm:
             for k, v in result.history.items():

@@ -194,6 +194,7 @@ def task_maxent(truth, n: int, seed: int, noisy: bool, positive: int = 0) -> dic
     out["gap"] = out["logistic"] - out["MaxEnt"]
     out["converged"] = bool(fit.converged) and not w.unconverged
     out["l2_theta"] = fit.l2_theta
+    out["steps"] = int(fit.state.step)  # PCD sweeps (pilot included) or Newton steps of the exact fit
     return out
 
 
@@ -333,7 +334,7 @@ def from_log(log: Path, seed: int) -> dict:
 COLUMNS = {
     "tables": ["naive", "naive 1/N", "naive calibrated", "CGM-EM", "ratio", "converged", "t_naive", "t_CGM-EM"],
     "filter": ["MLE", "default", "single_pass", "iterative", "clean MLE", "removed", "converged", "t_default"],
-    "maxent": ["label", "MaxEnt", "logistic", "gap", "Naive Bayes", "l2_theta", "converged", "t_MaxEnt"],
+    "maxent": ["label", "MaxEnt", "logistic", "gap", "Naive Bayes", "l2_theta", "steps", "converged", "t_MaxEnt"],
     "holes": ["complete rows", "complete-case", "available-case", "EM", "iterations", "converged", "t_EM"],
     "markov": ["DAG MLE", "Markov network", "converged", "t_Markov"],
 }

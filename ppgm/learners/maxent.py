@@ -63,6 +63,9 @@ MU_MOMENTUM = 0.5
 #: (``prior_chains``): there mu travels far and steps, not Monte Carlo precision, limit it. docs/explain/maxent.md,
 #: "Half the chains, twice the steps".
 EXACT_CHAINS, EXACT_STEPS = 8_000, 300
+#: Exact tables: PCD tests its convergence every ``CHECK_STEPS`` steps and stops once one more Newton step would gain
+#: at most ``SETTLE_TOL`` nats per record, or at ``EXACT_MAX_STEPS``; docs/explain/maxent.md, "When PCD stops".
+CHECK_STEPS, SETTLE_TOL, EXACT_MAX_STEPS = EXACT_STEPS, 2.5e-4, 6 * EXACT_STEPS
 #: Exact tables over features whose joint has at most this many configurations are fitted by Newton's method
 #: on the exact likelihood (every configuration enumerated) instead of PCD: no chains to mix, no Monte Carlo
 #: noise. docs/explain/maxent.md, "Small feature spaces: the exact fit".
@@ -362,8 +365,8 @@ def _stats_of(pair: tuple) -> tuple:
 class PCDResult:
     """A fitted :class:`MaxEntModel`, the state to resume from, and the training history (one list
     per quantity: ``step``, ``d_error`` and ``c_error`` (mean |expected - target| per table, as a
-    fraction of N), ``step_size``, ``gradient_z`` (the pseudo-gradient over its Monte Carlo noise level)
-    and whatever the callback returned).
+    fraction of N), ``step_size``, ``gradient_z`` (the pseudo-gradient over its Monte Carlo noise level),
+    ``remaining_gain`` ((step, reading) of each convergence test) and whatever the callback returned).
 
     ``remaining_gain`` is the convergence test: what one more Newton step from the returned model would
     still gain in conditional log-likelihood, in nats per record, from the part of the pseudo-gradient
@@ -371,8 +374,8 @@ class PCDResult:
     does not; see ``_remaining_gain``). A run that would gain more than ``GAIN_TOL`` raises a
     ``ppgm.ConvergenceWarning``; ``converged`` says which. Measured on Adult (105 tables; in brackets
     the test NLLH, 1 - logloss / H(y), higher is better): 8,000 chains x 300 steps on exact tables
-    4.1e-4 (0.4214, settled), x 100 steps 4.3e-3 (0.4128); read on all 8,000 chains instead of the
-    first ``GAIN_CHAINS``: 5.7e-4, 5.6e-3, and x 40 steps 0.056 (0.3751); Laplace-noised tables at
+    4.1e-4 (0.4214; the default goes on to 600 steps there), x 100 steps 4.3e-3 (0.4128); read on all
+    8,000 chains instead of the first ``GAIN_CHAINS``: 5.7e-4, 5.6e-3, and x 40 steps 0.056 (0.3751); Laplace-noised tables at
     epsilon 1: 300 steps 0.027, 800 0.019, 2,000 0.005 (0.228, 0.259, 0.275: still rising)."""
 
     model: MaxEntModel
@@ -536,6 +539,7 @@ def fit_maxent(
     callback_every: int = 10,
     prior_chains: int | None = None,
     method: str = "auto",
+    tol: float | str | None = "auto",
 ) -> PCDResult:
     """Fit the maximum-entropy model to aggregated tables by persistent contrastive divergence.
 
@@ -555,17 +559,25 @@ def fit_maxent(
         Persistent Gibbs chains (the paper: about 10% of N, 10k on Adult); at most 10^7. Default 8,000 on
         exact tables, 4,000 on noisy ones (see ``max_iter``).
     max_iter : int, optional
-        Gradient steps (one Gibbs sweep each). Default 300 on exact tables: 8,000 chains x 300 steps were
-        chosen on a 20% validation split of Adult's train rows (seeds 7 and 8, never the test split):
-        within 0.0004 of the validation NLLH of 10,000 x 500 at half its time (see
-        ``benchmarks/RESULTS.md``). On noisy tables the same budget runs as 4,000 chains x 600 steps (the
-        noisy cells' prior keeping 8,000 chains' Monte Carlo variance, ``prior_chains``): mu travels far
-        towards noisy tables and per-step progress limits it, not the chains' precision (tuning releases of
-        Adult at epsilon 1: +0.006 to +0.014 validation NLLH at the same time, within 0.004 of 1,000-step runs;
-        ``docs/explain/maxent.md``, "Half the chains, twice the steps"). The noisy cells' steps are
-        Fisher-scaled (the curvature times the observation's share of the Gaussian approximation); with the
-        penalty chosen from the tables the pilot runs a third of ``max_iter`` (``PILOT_SHARE``) and the final
-        fit (which continues its chains) the rest.
+        The most gradient steps (one Gibbs sweep each). Default 1,800 on exact tables, where the run stops at the
+        first convergence test that reads at most ``tol`` (``tol``); 8,000 chains x 300 steps were chosen on a 20%
+        validation split of Adult's train rows (seeds 7 and 8, never the test split): within 0.0004 of the
+        validation NLLH of 10,000 x 500 at half its time (see ``benchmarks/RESULTS.md``). On noisy tables the
+        same budget runs as 4,000 chains x 600 steps, all of them (the noisy cells' prior keeping 8,000 chains'
+        Monte Carlo variance, ``prior_chains``): mu travels far towards noisy tables and per-step progress limits
+        it, not the chains' precision (tuning releases of Adult at epsilon 1: +0.006 to +0.014 validation NLLH at
+        the same time, within 0.004 of 1,000-step runs; ``docs/explain/maxent.md``, "Half the chains, twice the
+        steps"). The noisy cells' steps are Fisher-scaled (the curvature times the observation's share of the
+        Gaussian approximation); with the penalty chosen from the tables the pilot runs a third of the first
+        test's steps (``PILOT_SHARE``) and the final fit (which continues its chains) the rest.
+    tol : float, "auto" or None
+        Stop once one more Newton step from the averaged model would gain at most this many nats of conditional
+        log-likelihood per record (the convergence test, read every ``CHECK_STEPS`` = 300 steps on the last
+        ``average`` of the steps so far); None runs all ``max_iter`` steps. "auto": ``SETTLE_TOL`` = 2.5e-4 on
+        exact tables, None on noisy ones. Some exact fits still move after 300 steps, while the test reads below
+        ``GAIN_TOL``: ALARM's panel label reads 9e-4 there and ends 0.010 short of the quadratic logistic, 0.0084
+        after 600 steps and 0.0075 after 1,200, where its exact fit is 0.0072 short (``docs/explain/maxent.md``,
+        "When PCD stops").
     l2_mu : float
         L2 penalty on mu, in units of records (the loss is a sum over N records); light, as the
         paper advises.
@@ -660,7 +672,11 @@ def fit_maxent(
         if noisy and prior_chains is None:
             prior_chains = EXACT_CHAINS  # the estimator tuned at the exact tables' chain count (else: the run's own)
     if max_iter is None:
-        max_iter = NOISY_STEPS if noisy else EXACT_STEPS
+        max_iter = NOISY_STEPS if noisy else EXACT_MAX_STEPS
+    if isinstance(tol, str) and tol == "auto":
+        tol = None if noisy else SETTLE_TOL
+    elif tol is not None:
+        tol = checks.non_negative(tol, "tol")
     l2_rule = l2_theta is None or (isinstance(l2_theta, str) and l2_theta == "release")
     if isinstance(l2_theta, str) and not l2_rule:
         raise TypeError(f"l2_theta: expected a number >= 0, 'release' or None, got {l2_theta!r}")
@@ -672,9 +688,35 @@ def fit_maxent(
         return _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_shards, executor, callback,
                             dict(l2_mu=l2_mu, step_mu=step_mu, step_theta=step_theta, rescaled=rescaled,
                                  precondition=precondition, max_step=max_step, average=average, prior_chains=prior_chains,
-                                 method=method),
+                                 method=method, tol=tol),
                             dict(progress=progress, callback_every=callback_every))
     l2_theta = checks.non_negative(l2_theta, "l2_theta")
+    return _fit_fixed(tables, domain, n, n_chains, max_iter, l2_mu, l2_theta, step_mu, step_theta, rescaled, precondition,
+                      max_step, average, seed, progress, model, state, n_shards, executor, callback, callback_every,
+                      prior_chains, method, tol)
+
+
+def _check_points(max_iter: int, tol: float | None, average: float, offset: int) -> list[tuple[int, int, int]]:
+    """The convergence tests of a PCD run of ``max_iter`` steps after ``offset`` earlier ones (the penalty rule's
+    pilot): ``(start, middle, end)`` of each averaging window, in the run's own steps. With a ``tol``, one test every
+    ``CHECK_STEPS`` steps of the whole fit and one at the end; without, one at the end. Each window is the last
+    ``average`` of the fit's steps so far (at most 90% of the run's)."""
+    ends = [int(max_iter)]
+    if tol is not None and average > 0:
+        ends = sorted({c - offset for c in range(CHECK_STEPS, offset + int(max_iter), CHECK_STEPS) if c > offset} | {int(max_iter)})
+    points = []
+    for k in ends:
+        length = average * k if offset == 0 else min(average * (offset + k), 0.9 * k)
+        start = k - int(round(length))
+        points.append((start, (start + k) // 2, k))
+    return points
+
+
+def _fit_fixed(tables, domain, n, n_chains, max_iter, l2_mu, l2_theta, step_mu, step_theta, rescaled, precondition,
+               max_step, average, seed, progress, model, state, n_shards, executor, callback, callback_every, prior_chains,
+               method, tol, offset: int = 0) -> PCDResult:
+    """fit_maxent at a fixed theta penalty, its arguments checked; ``offset`` steps were taken before (the penalty
+    rule's pilot), which the averaging windows count."""
     layout = model.layout if model is not None else MaxEntLayout.from_tables(domain, tables)
     T = len(tables)
     obs = _Observed.of(layout, tables, n)
@@ -696,9 +738,15 @@ def fit_maxent(
                      velocity=state.mu_velocity)
     history: dict = {"step": [], "d_error": [], "c_error": [], "step_size": [], "gradient_z": []}
     per_shard = -(-COUPLING_CHAINS // len(state.shards))
-    start_avg = int(max_iter) - int(round(average * int(max_iter)))
-    mid_avg = (start_avg + int(max_iter)) // 2
-    sums, grads = _Sums(model), [_Sums(model), _Sums(model)]  # parameters; pseudo-gradients per half window
+    points = _check_points(max_iter, tol, average, offset)
+    # the parameters and pseudo-gradients are summed per segment between the windows' bounds, so each test pools
+    # exactly its window's steps
+    bounds = sorted({b for point in points for b in point})
+    start_avg = points[0][0]
+    sums: dict = {}  # segment -> (parameter sums, pseudo-gradient sums)
+    averaged, gain = None, None
+    checked = iter(points)
+    point = next(checked)
     for it in progress_bar(range(int(max_iter)), desc="PCD", enabled=progress):
         if step_mu is None:
             # mu's step from the tables' measured coupling, re-measured every COUPLING_EVERY steps of the state
@@ -717,30 +765,52 @@ def fit_maxent(
         pool = pairs.map(_shard_of).persist()
         state.step += 1
         if it >= start_avg and average > 0:
-            sums.add(model)
+            segment = sums.setdefault(int(np.searchsorted(bounds, it, side="right")), (_Sums(model), _Sums(model)))
+            segment[0].add(model)
             if update.gradient is not None:  # set by every apply
-                grads[int(it >= mid_avg)].add(update.gradient)
+                segment[1].add(update.gradient)
         history["step"].append(state.step)
         for key, val in record.items():
             history[key].append(val)
         if callback is not None and state.step % callback_every == 0:
             for key, val in (callback(model, state.step) or {}).items():
                 history.setdefault(key, []).append((state.step, val))
+        if it + 1 == point[2]:
+            averaged, gain = _window_test(layout, sums, bounds, point, pool, update, l2_theta)
+            if gain is not None:
+                history.setdefault("remaining_gain", []).append((state.step, gain))
+            if point[2] == int(max_iter) or (gain is not None and tol is not None and gain <= tol):
+                break
+            point = next(checked)
     state.shards = pool.collect()
     state.mu_velocity = update.velocity
-    gain = None
-    if sums.count:
-        model = sums.mean(layout)
-        if sums.count >= MIN_WINDOW:
-            chains = state.chains[:GAIN_CHAINS]  # exchangeable: the first ones are a fair sample (and keep the test cheap)
-            scale = update.scale * len(state.chains) / len(chains)
-            gain = _remaining_gain(model, [g.mean(layout) for g in grads], chains, scale, l2_theta, share=update.share)
+    if averaged is not None:
+        model = averaged
+        if gain is not None:
             if gain > GAIN_TOL:
                 warnings.warn(f"PCD did not converge: one Newton step from the averaged model would still gain {gain:.2g} "
                               f"nats of conditional log-likelihood per record (more than {GAIN_TOL:g}); raise max_iter "
                               "(noisy tables need thousands of steps) or continue from this result (model=, state=)",
-                              ConvergenceWarning, stacklevel=2)
+                              ConvergenceWarning, stacklevel=3)
     return PCDResult(model, state, history, gain, l2_theta)
+
+
+def _window_test(layout: "MaxEntLayout", sums: dict, bounds: list, point: tuple, pool, update: "_Update",
+                 l2_theta: float) -> tuple:
+    """The averaged model over one window ``point`` = (start, middle, end) and its convergence test (None with
+    fewer than ``MIN_WINDOW`` steps): the remaining gain from the two halves' mean pseudo-gradients, read on the
+    first ``GAIN_CHAINS`` chains (exchangeable: a fair sample that keeps the test cheap)."""
+    start, middle, end = (bounds.index(b) + 1 for b in point)
+    params = [sums[k][0] for k in range(start, end) if k in sums]
+    if not params:
+        return None, None
+    averaged = _Sums.pooled(params)
+    model = averaged.mean(layout)
+    if averaged.count < MIN_WINDOW:
+        return model, None
+    halves = [_Sums.pooled([sums[k][1] for k in range(a, b) if k in sums]).mean(layout) for a, b in ((start, middle), (middle, end))]
+    chains = pool.reduce(_chain_head, k=GAIN_CHAINS, combine=_stack_chains)[:GAIN_CHAINS]
+    return model, _remaining_gain(model, halves, chains, update.obs.n / len(chains), l2_theta, share=update.share)
 
 
 def _fit_exact(model: MaxEntModel, state: PCDState, obs: "_Observed", l2_mu: float, l2_theta: float, callback) -> PCDResult:
@@ -773,7 +843,7 @@ def _fit_exact(model: MaxEntModel, state: PCDState, obs: "_Observed", l2_mu: flo
     if not fit.converged or gain > GAIN_TOL:
         warnings.warn(f"the exact fit did not converge in {len(fit.history['decrement'])} Newton steps (decrement "
                       f"{fit.decrement:.2g} nats per record): the tables may be inconsistent, or a penalty of 0 leaves "
-                      "the optimum at infinity; set l2_theta / l2_mu, or method='pcd'", ConvergenceWarning, stacklevel=3)
+                      "the optimum at infinity; set l2_theta / l2_mu, or method='pcd'", ConvergenceWarning, stacklevel=4)
         gain = max(gain, GAIN_TOL * 2)
     return PCDResult(model, state, history, gain, l2_theta)
 
@@ -795,10 +865,12 @@ def _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_sh
     rng = as_generator(seed)
     settings = dict(settings)
     prior = settings.pop("prior_chains")
+    # the pilot takes a share of the first test's steps (with a tol, the fit may stop there)
+    pilot_steps = _pilot_steps(max_iter if settings["tol"] is None else min(int(max_iter), CHECK_STEPS))
     fit = functools.partial(fit_maxent, domain=domain, n=n, **settings)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # the pilot is a starting point, tested below
-        pilot = fit(tables, l2_theta=maxent_rule.PILOT_L2, n_chains=n_chains, max_iter=_pilot_steps(max_iter), seed=rng,
+        pilot = fit(tables, l2_theta=maxent_rule.PILOT_L2, n_chains=n_chains, max_iter=pilot_steps, seed=rng,
                     model=model, state=state, n_shards=n_shards, executor=executor, callback=callback, prior_chains=prior,
                     **show)
     # the refits and the final fit fit the pilot's estimator: the same prior variance, though with fewer chains
@@ -807,11 +879,13 @@ def _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_sh
     noisy = any(t.noise != "none" for t in tables)
     choice = maxent_rule.release_l2_theta(tables, pilot, _record_count(tables, n), refit, seed=rng,
                                           lower=maxent_rule.LOWER if noisy else maxent_rule.LOWER_EXACT)
-    steps = max(int(max_iter) - _pilot_steps(max_iter), 1)
-    # the averaging window stays the last ``average`` of all max_iter steps, all of it in the final fit
-    window = min(settings["average"] * int(max_iter) / steps, 0.9)
-    final = fit(tables, l2_theta=choice.value, max_iter=steps, model=pilot.model, state=pilot.state, executor=executor,
-                callback=callback, average=window, **show)
+    steps = max(int(max_iter) - pilot_steps, 1)
+    # the averaging windows stay the last ``average`` of all steps so far (pilot included), all in the final fit
+    final = _fit_fixed(tables, domain, n, n_chains, steps, settings["l2_mu"], choice.value, settings["step_mu"],
+                       settings["step_theta"], settings["rescaled"], settings["precondition"], settings["max_step"],
+                       settings["average"], None, show["progress"], pilot.model, pilot.state, n_shards, executor, callback,
+                       show["callback_every"], prior or len(pilot.state.chains), settings["method"], settings["tol"],
+                       offset=pilot_steps)
     history = {k: list(v) for k, v in pilot.history.items()}
     for k, v in final.history.items():
         history.setdefault(k, []).extend(v)
