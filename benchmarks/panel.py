@@ -18,6 +18,8 @@ from it, and each learner runs at its defaults beside the estimator a user would
            and with discrete Laplace noise (epsilon 1, scale 2T / epsilon); MaxEntClassifier's defaults
            against the quadratic logistic trained on the rows (L2 chosen on a validation split) and Naive
            Bayes. Test NLLH on 20,000 fresh rows. Bar (exact tables): within 0.01 of the logistic, converged.
+           "steps": PCD's sweeps, the rule's pilot included (the Newton steps of an exact fit on an enumerable
+           feature space).
   holes    records with holes: N records, 10% of the cells removed completely at random (MCAR) or by a rule
            that depends on an always-seen column (MAR). MissingValuesEM's defaults (pseudo-count 1) against
            complete-case and available-case estimates with the same prior. KL(truth || fit). Bar: EM below
