@@ -1312,7 +1312,8 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
     workers (same result as in memory with the same ``n_shards``).
 
     Attributes (after ``fit``): ``model_`` (engine :class:`ppgm.learners.maxent.MaxEntModel`), ``state_``,
-    ``history_`` (per step: ``d_error``, ``c_error``, ``step_size``; and ``nllh`` on ``eval_set``),
+    ``history_`` (per step: ``d_error``, ``c_error``, ``step_size``, ``gradient_z``; (step, value) pairs: ``nllh`` on
+    ``eval_set``, ``mu_coupling``, ``remaining_gain`` per convergence test; ``selection``),
     ``aggregates_``, ``classes_``, ``feature_names_in_``, ``n_features_in_``, ``n_iter_``, ``l2_theta_`` (the
     penalty used) and ``selection_`` (how it was chosen from a noisy release, else None), and the
     convergence test's ``remaining_gain_`` and ``converged_`` (see :class:`ppgm.learners.maxent.PCDResult`; a fit whose
