@@ -198,7 +198,7 @@ def test_rounds_are_the_same_with_large_clique_paths_forced(monkeypatch):
 def test_settled_refits_choose_what_converged_refits_choose(monkeypatch):
     """The refits between rounds stop once every table's L1 gradient is within SETTLE smallest noise scales:
     on seeded releases the rounds select the same marginals as rounds whose refits converge (SETTLE 0), and
-    the last round's model (converged either way) is the same fit."""
+    the last round's model (converged either way, from different starts) is the same fit up to its tolerance."""
     rng = np.random.default_rng(7)
     d = 6
     dom = Domain(tuple(f"X{i}" for i in range(d)), (3,) * d)
@@ -212,7 +212,7 @@ def test_settled_refits_choose_what_converged_refits_choose(monkeypatch):
         assert [s.clique for s in settled.selected] == [s.clique for s in converged.selected]
         assert len(settled.selected) > d
         for a, b in zip(settled.model.factors, converged.model.factors):
-            np.testing.assert_allclose(a.values, b.values, atol=1e-4)
+            np.testing.assert_allclose(a.values, b.values, atol=1e-3)
 
 
 def test_remembered_size_checks_are_the_junction_trees_sizes():

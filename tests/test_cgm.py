@@ -384,6 +384,12 @@ def test_a_warm_start_near_the_naive_fit_gives_the_cold_fits_choice_and_model():
         np.testing.assert_allclose(a.values - a.values.mean(), b.values - b.values.mean(), atol=1e-3)
     c_cold, c_warm = cgm_em(dom, ms, N=N, seed=0, progress=False), cgm_em(dom, ms, N=N, seed=0, progress=False, warm_start=run.model)
     assert len(c_warm.history) == len(c_cold.history)
-    assert c_warm.selection["l2"]["value"] == pytest.approx(c_cold.selection["l2"]["value"], rel=1e-6)
+    from ppgm.learners.cgm import Pilot
+    p_cold, p_warm = Pilot.of(dom, ms, N), Pilot.of(dom, ms, N, init=run.model)
+    for a, b in zip(p_warm.model.factors, p_cold.model.factors):
+        np.testing.assert_allclose(a.values - a.values.mean(), b.values - b.values.mean(), atol=1e-6)
+    # the same pilot (solved to PILOT_TOL from either start), so the same simulated releases; the weight is the
+    # vertex of a parabola through the refits' scores, which moves with their 1e-4 tolerance
+    assert c_warm.selection["l2"]["value"] == pytest.approx(c_cold.selection["l2"]["value"], rel=0.02)
     with pytest.raises(ValueError, match="warm_start"):
         naive_mle(dom, ms, N=N, seed=0, warm_start=MarkovNetwork(dom, list(run.model.factors)[:-1]))

@@ -27,6 +27,20 @@ def test_pcg_stops_at_the_relative_residual():
     assert k < 50
 
 
+def test_pcg_stops_at_the_first_residual_the_caller_calls_enough():
+    """The caller's test on the residual ends the solve at the first product after which it holds:
+    the same iterate as the unstopped run had after that many products."""
+    A = np.diag(np.arange(1.0, 51.0))
+    b = np.ones(50)
+    residuals = []
+    full, k_full = pcg(lambda v: A @ v, b, lambda r: r, 100, 1e-12, enough=lambda r: residuals.append(np.abs(r).max()) or False)
+    first = next(i for i, m in enumerate(residuals) if m <= 0.05) + 1
+    p, k = pcg(lambda v: A @ v, b, lambda r: r, 100, 1e-12, enough=lambda r: np.abs(r).max() <= 0.05)
+    assert k == first < k_full
+    assert np.abs(A @ p - b).max() <= 0.05
+    np.testing.assert_allclose(p, pcg(lambda v: A @ v, b, lambda r: r, first, 1e-12)[0])
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_markov_networks(max_vars=4, max_card=3, max_scope=2, max_factors=4, allow_zeros=False))
 def test_fisher_product_is_the_covariance_of_the_indicators(model):

@@ -181,13 +181,50 @@ def test_oracle_fisher_and_its_tree_inverse_match_enumeration(name):
     np.testing.assert_allclose(oracle.fisher(x, mu)(v), cov @ v, atol=1e-12)
     np.testing.assert_allclose(oracle.fisher(x)(v), cov @ v, atol=1e-12)
     J = oracle.inverse_fisher(mu, 0.0)
-    if name == "third-order chain":  # pairs inside 4-cliques: no tree inverse, no canonical start
-        assert J is None and oracle.canonical(mu, 0.0) is None
+    if name == "third-order chain":  # pairs inside 4-cliques: no tree inverse, no canonical start (the scopes' tree: below)
+        assert not oracle.tree_inverse and oracle.canonical(mu, 0.0) is None
         return
     # on the gauge-free directions (the range of F), the projected tree inverse undoes F
     g = oracle.gauge
     r = g.project(cov @ v)
     np.testing.assert_allclose(cov @ g.project(J(r)), r, atol=1e-9)
+
+
+def _dense(op, n):
+    return np.stack([op(e) for e in np.eye(n)], axis=1)
+
+
+@pytest.mark.parametrize("with_nodes", [False, True])
+def test_scope_tree_inverse_is_exact_when_the_scopes_form_a_tree_inside_grown_cliques(with_nodes):
+    """A tree's tables fitted on a junction tree whose cliques are larger than the scopes (as AIM's
+    rounds keep a grown tree): the junction tree's inverse does not apply, the scopes' own tree's does,
+    and on the gauge-free directions it undoes the Fisher information exactly."""
+    from ppgm import JunctionTree
+
+    model = _layouts()["tree with node tables" if with_nodes else "tree"]
+    big = JunctionTree.build(model.domain, list(model.scopes) + [("X1", "X3", "X4")], max_cells=None)
+    oracle = MarginalOracle(model.domain, model.scopes, tree=big)
+    assert not oracle.tree_inverse
+    P = oracle.params
+    _, mu = oracle.flat(P.join([f.values for f in model.factors]))
+    _, cov = indicator_moments(model, P.scopes)
+    g = oracle.gauge
+    r = g.project(cov @ np.random.default_rng(1).normal(size=P.size))
+    np.testing.assert_allclose(cov @ g.project(oracle.inverse_fisher(mu, 0.0)(r)), r, atol=1e-9)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_markov_networks(max_vars=5, max_card=3, max_scope=3, max_factors=6, allow_zeros=False))
+def test_scope_tree_inverses_are_positive_semi_definite_on_loopy_scopes(model):
+    """Scopes with loops (no tree of them is exact): the scopes' tree inverse (with a ridge) stays
+    positive semi-definite on the gauge-free directions, so conjugate gradients can use it."""
+    oracle = MarginalOracle(model.domain, model.scopes)
+    P = oracle.params
+    _, mu = oracle.flat(P.join([f.values for f in model.factors]))
+    Pg = _dense(oracle.gauge.project, P.size)
+    M = Pg @ _dense(oracle.inverse_fisher(mu, 1e-3), P.size) @ Pg
+    np.testing.assert_allclose(M, M.T, atol=1e-9 * max(1.0, np.abs(M).max()))
+    assert np.linalg.eigvalsh((M + M.T) / 2).min() >= -1e-9 * max(1.0, np.abs(M).max())
 
 
 @pytest.mark.parametrize("name", ["tree", "tree with node tables"])

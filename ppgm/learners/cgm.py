@@ -62,7 +62,8 @@ ESTEP_REL, ESTEP_CAP = 1e-2, 1e-5  # adaptive E-step tolerance: min(cap, rel * l
 # Erdos-Renyi N = 1e5 / 1e6): the same KL to 4-5 digits, 5-10% fewer calibrations in all
 INIT_TOL = 1e-4
 TIED_MSTEP_ITER = 20  # Newton steps a tied M-step may take (it meets mstep_tol in 5-15 when warm-started)
-PILOT = 1.0  # the release-based rule's pilot: the paper's naive fit, l2 = PILOT / N
+PILOT = 1.0  # the release-based rule's pilot: the paper's naive fit, l2 = PILOT / N ...
+PILOT_TOL = 1e-9  # ... solved to this gradient (the same pilot, and the same simulated releases, from any start)
 
 
 def _check_measurements(domain: Domain, measurements: Sequence[Measurement]) -> list[Measurement]:
@@ -368,11 +369,13 @@ class Pilot:
            oracle: MarginalOracle | None = None, criterion: str = "kl", init: MarkovNetwork | None = None) -> "Pilot":
         """The pilot of release ``ms`` (the oracle must be exact). ``init``: a network with the release's
         scopes near its naive fit to start the pilot from (then ``warm``: the rules' refits start from the
-        pilot, not cold)."""
+        pilot, not cold). The pilot is solved to ``PILOT_TOL``, far below the refits' tolerance: every
+        simulated release is sampled from it, so a pilot that stopped anywhere within the refits' ``1e-4``
+        drew other records from another start, and the rules' choices moved with it."""
         factory = criterion_score(criterion)
         oracle = oracle or MarginalOracle(domain, _scopes(ms))
         refit = naive_refit(domain, ms, N, tie, project, oracle=oracle)
-        model = refit(list(ms), PILOT / N, init)
+        model = naive_refit(domain, ms, N, tie, project, tol=PILOT_TOL, oracle=oracle)(list(ms), PILOT / N, init)
         return cls(refit, model, factory(model, oracle), oracle.tree.calibrate(model), oracle, criterion,  # type: ignore[union-attr]  # exact
                    init is not None)
 

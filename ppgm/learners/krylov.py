@@ -49,10 +49,10 @@ def fisher_product(marginals: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
 
 
 def pcg(matvec: Callable[[np.ndarray], np.ndarray], b: np.ndarray, precondition: Callable[[np.ndarray], np.ndarray],
-        max_iter: int, rtol: float) -> tuple[np.ndarray, int]:
+        max_iter: int, rtol: float, enough: Callable[[np.ndarray], bool] | None = None) -> tuple[np.ndarray, int]:
     """Preconditioned conjugate gradients for ``A p = b`` (A symmetric positive definite on the
-    space the preconditioner maps into), stopped at ``||r|| <= rtol ||b||``, after ``max_iter``
-    products, or at a direction of non-positive curvature.
+    space the preconditioner maps into), stopped at ``||r|| <= rtol ||b||``, when ``enough(r)``
+    holds, after ``max_iter`` products, or at a direction of non-positive curvature.
 
     Parameters
     ----------
@@ -63,6 +63,10 @@ def pcg(matvec: Callable[[np.ndarray], np.ndarray], b: np.ndarray, precondition:
         r -> M^-1 r (symmetric positive semi-definite).
     max_iter : int
     rtol : float
+    enough : callable, optional
+        ``r -> bool`` on the residual ``b - A p``: the caller's own test that the step is good enough (a
+        Newton step whose residual, the gradient its quadratic model predicts, already passes a loose
+        stopping test needs no more products).
 
     Returns
     -------
@@ -93,7 +97,7 @@ def pcg(matvec: Callable[[np.ndarray], np.ndarray], b: np.ndarray, precondition:
         a = rz / curv
         p += a * direction
         r -= a * hd
-        if float(np.sqrt(r @ r)) <= stop:
+        if float(np.sqrt(r @ r)) <= stop or (enough is not None and enough(r)):
             break
         z = precondition(r)
         rz_new = float(r @ z)
