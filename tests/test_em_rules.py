@@ -202,11 +202,14 @@ def test_accelerated_em_reaches_plain_em_s_fixed_point_in_fewer_iterations():
     fast = cgm_em(truth.domain, ys, accelerate=True, **kw)
     assert any(h.get("extrapolated") for h in fast.history) and len(fast.history) < len(plain.history)
     assert "converged" in fast.history[-1]["stopped"] and "converged" in plain.history[-1]["stopped"]
-    # the same fixed point, to the precision EM's objective settles at (both stop when an iteration no longer
-    # raises it; a fixed point 1e-3 away in a marginal would give a KL near 1e-6)
-    for a, b in zip(infer(plain.model).factor_marginals(), infer(fast.model).factor_marginals()):
-        np.testing.assert_allclose(a.values, b.values, atol=1e-5)
-    assert kl_divergence(plain.model, fast.model) < 1e-7
+    # the same fixed point, to the precision EM's stopping test settles at: both stop when an iteration no longer
+    # raises the objective by rtol, about 1e-6 nats of KL short of EM run on to its fixed point with solved M-steps
+    # (both 0.8-1e-6 here, where the Jacobi-preconditioned M-step stopped 3e-6 short)
+    fixed = cgm_em(truth.domain, ys, **{**kw, "max_iter": 400, "tol": 1e-300, "rtol": 0.0}, mstep_iter=20)
+    for m in (plain, fast):
+        assert kl_divergence(fixed.model, m.model) < 2e-6
+        for a, b in zip(infer(fixed.model).factor_marginals(), infer(m.model).factor_marginals()):
+            np.testing.assert_allclose(a.values, b.values, atol=5e-5)
     with pytest.raises(ValueError, match="accelerate"):
         cgm_em(truth.domain, ys, N=N, accelerate=True, progress=False)
 
