@@ -691,9 +691,10 @@ def fit_maxent(
                                  method=method, tol=tol),
                             dict(progress=progress, callback_every=callback_every))
     l2_theta = checks.non_negative(l2_theta, "l2_theta")
-    return _fit_fixed(tables, domain, n, n_chains, max_iter, l2_mu, l2_theta, step_mu, step_theta, rescaled, precondition,
-                      max_step, average, seed, progress, model, state, n_shards, executor, callback, callback_every,
-                      prior_chains, method, tol)
+    return _fit_fixed(tables, domain, n, n_chains, max_iter, l2_mu=l2_mu, l2_theta=l2_theta, step_mu=step_mu,
+                      step_theta=step_theta, rescaled=rescaled, precondition=precondition, max_step=max_step, average=average,
+                      seed=seed, progress=progress, model=model, state=state, n_shards=n_shards, executor=executor,
+                      callback=callback, callback_every=callback_every, prior_chains=prior_chains, method=method, tol=tol)
 
 
 def _check_points(max_iter: int, tol: float | None, average: float, offset: int) -> list[tuple[int, int, int]]:
@@ -712,7 +713,7 @@ def _check_points(max_iter: int, tol: float | None, average: float, offset: int)
     return points
 
 
-def _fit_fixed(tables, domain, n, n_chains, max_iter, l2_mu, l2_theta, step_mu, step_theta, rescaled, precondition,
+def _fit_fixed(tables, domain, n, n_chains, max_iter, *, l2_mu, l2_theta, step_mu, step_theta, rescaled, precondition,
                max_step, average, seed, progress, model, state, n_shards, executor, callback, callback_every, prior_chains,
                method, tol, offset: int = 0) -> PCDResult:
     """fit_maxent at a fixed theta penalty, its arguments checked; ``offset`` steps were taken before (the penalty
@@ -881,11 +882,9 @@ def _fit_release(tables, domain, n, n_chains, max_iter, seed, model, state, n_sh
                                           lower=maxent_rule.LOWER if noisy else maxent_rule.LOWER_EXACT)
     steps = max(int(max_iter) - pilot_steps, 1)
     # the averaging windows stay the last ``average`` of all steps so far (pilot included), all in the final fit
-    final = _fit_fixed(tables, domain, n, n_chains, steps, settings["l2_mu"], choice.value, settings["step_mu"],
-                       settings["step_theta"], settings["rescaled"], settings["precondition"], settings["max_step"],
-                       settings["average"], None, show["progress"], pilot.model, pilot.state, n_shards, executor, callback,
-                       show["callback_every"], prior or len(pilot.state.chains), settings["method"], settings["tol"],
-                       offset=pilot_steps)
+    final = _fit_fixed(tables, domain, n, n_chains, steps, **{**settings, "prior_chains": prior or len(pilot.state.chains)},
+                       **show, l2_theta=choice.value, seed=None, model=pilot.model, state=pilot.state, n_shards=n_shards,
+                       executor=executor, callback=callback, offset=pilot_steps)
     history = {k: list(v) for k, v in pilot.history.items()}
     for k, v in final.history.items():
         history.setdefault(k, []).extend(v)
