@@ -203,8 +203,8 @@ def table(rows: list[dict]) -> str:
 
         def rank(method: str) -> tuple:
             base = method
-            for suffix in (*ENGINES.values(), CONVERGED):
-                base = base.replace(suffix, "") if suffix else base
+            for suffix in filter(None, (*ENGINES.values(), CONVERGED)):
+                base = base.replace(suffix, "")
             return (order.get(base, 9), method != base)
         for (rho, k, method), rs in sorted(cells.items(), key=lambda kv: (kv[0][0], kv[0][1], rank(kv[0][2]))):
             rounds = [x["info"].get("rounds", x["info"].get("cliques")) for x in rs]

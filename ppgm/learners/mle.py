@@ -33,6 +33,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from itertools import combinations
 from typing import Callable, Sequence
 
 import numpy as np
@@ -231,18 +232,15 @@ class MarginalOracle:
         return self.exact and self._clique_params is not None
 
     def _groups(self) -> tuple | None:
-        """The block structure of the inverses: ``(idx, cells, sep, starts)``, the parameters of the
-        blocks' cells and the cells (positions in ``idx``) grouped by the separator cell each child
-        block shares with its parent. With a tree inverse, the junction tree's cliques
-        (:meth:`JunctionTree._separator_groups`); otherwise, on exact oracles, :meth:`_scope_tree`'s;
-        None on loopy ones."""
-        if self.tree_inverse:
-            return (self._clique_params, *self.tree._separator_groups())  # type: ignore[union-attr]  # exact: the tree exists
-        return self._scope_tree if self.exact else None
+        """The clique parameters (in the tree's cell order) and the tree's separator groups: ``(idx, cells,
+        sep, starts)`` (:meth:`JunctionTree._separator_groups`), or None without a tree inverse."""
+        if not self.tree_inverse:
+            return None
+        return (self._clique_params, *self.tree._separator_groups())  # type: ignore[union-attr]  # exact: the tree exists
 
     @cached_property
     def _scope_tree(self) -> tuple:
-        """The groups of a tree over the largest scopes (those inside no other), for oracles whose
+        """:meth:`_groups`' layout for a tree over the largest scopes (those inside no other), for oracles whose
         junction tree grew cliques that are not scopes: a maximum spanning tree of the scopes' overlaps
         (weighted by the shared cells), each scope a block, each child block grouped by its cells on
         what it shares with its parent. Exact when the scopes form a junction tree themselves; with
@@ -258,8 +256,8 @@ class MarginalOracle:
         blocks = [i for i, s in enumerate(sets) if first[s] == i
                   and not any(s < sets[j] for j in (holding[next(iter(s))] if s else range(len(sets))))]
         position = {i: a for a, i in enumerate(blocks)}
-        pairs = sorted({(a, b) for held in holding.values() for a in (position[i] for i in held if i in position)
-                        for b in (position[i] for i in held if i in position) if a < b})  # in order: Kruskal's ties
+        pairs = sorted({pair for held in holding.values()  # in order: Kruskal's ties
+                        for pair in combinations(sorted(position[i] for i in held if i in position), 2)})
         graph = nx.Graph()
         graph.add_nodes_from(range(len(blocks)))
         graph.add_weighted_edges_from((a, b, int(np.prod([domain.card(v) for v in sets[blocks[a]] & sets[blocks[b]]])))
@@ -291,7 +289,7 @@ class MarginalOracle:
         oracles, the same construction on the scopes' own tree (:meth:`_scope_tree`), a positive
         semi-definite preconditioner; None on loopy oracles. ``ridge`` (a number, or one per parameter)
         stands for a penalty's curvature."""
-        groups = self._groups()
+        groups = self._groups() if self.tree_inverse else self._scope_tree if self.exact else None
         if groups is None:
             return None
         idx, cells, sep, starts = groups
@@ -335,7 +333,7 @@ class MarginalOracle:
         True
         """
         groups = self._groups()
-        if groups is None or not self.tree_inverse:
+        if groups is None:
             return None
         idx, cells, sep, starts = groups
         held = idx[cells]  # the separator groups as parameter indices
@@ -356,7 +354,7 @@ class MarginalOracle:
         sub-tables). For consistent marginals this is the maximum-likelihood fit; for noisy ones a
         start inside the basin of Newton's method. None when some clique is not a scope."""
         groups = self._groups()
-        if groups is None or not self.tree_inverse:
+        if groups is None:
             return None
         idx, cells, sep, starts = groups
         w = np.asarray(mu, dtype=float)[idx] + ridge
