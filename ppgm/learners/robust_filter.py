@@ -57,6 +57,7 @@ MIX_TOL = 1e-7  # ... or until the log-likelihood gains less than this (relative
 MIX_PRIOR = 0.01  # ... pseudo-count per cell of both components and of the single network it is compared with
 MIX_ROOM = 1.5  # ... and its records at most this many times what epsilon still allows are corruption
 MIX_PARTIAL = True  # ... and, declined, a second network that differs only in the families whose own gain beats their own penalty
+MIX_WITHIN = True  # ... and, after cuts that brought the eigenvalue within range, from the blanket's start only, kept only inside that node's blanket
 MIX_BLANKET = True  # ... started also from the records whose recorded state of one node its Markov blanket finds unlikely
 BLANKET_START = (0.99, 0.005)  # ... with these responsibilities for the records flagged and the rest
 
@@ -83,7 +84,8 @@ class FilterResult:
         its EM ``iterations``, whether it was ``accepted`` and the ``reason``, and when the whole-network
         check declined, ``partial``: the partial mixture's ``gain``, ``penalty``, ``families`` kept apart,
         ``weight`` and ``reason``, and ``blanket``: the ``node`` whose Markov blanket gave its second start,
-        that start's ``gain`` and ``penalty``, and ``chosen`` when it was kept.
+        that start's ``gain`` and ``penalty``, ``inside`` (whether the families it kept apart lie in that
+        blanket, required once the eigenvalue is within range), and ``chosen`` when it was kept.
     inlier_blocks : Blocks, optional
         For records given as blocks that live elsewhere (Dask), the masks per block; ``inlier_mask``
         is then None.
@@ -741,13 +743,17 @@ class _Run:
 
         A batch that touches a few families (a miscoded column and its children, a few shifted CPTs)
         gains too little to pay for a whole second network, or lets a free second network take a
-        population along. When the whole-network check declines for either reason and the eigenvalue
-        is still beyond clean data's range (``beyond``), a partial mixture is fitted: the minor component
-        has its own CPTs only for the families whose own gain beats their own BIC penalty, and shares the
-        rest (``_mixture_em`` with ``partial``); it is judged by the same rules against the penalty of the
-        families it keeps apart. Its EM is started twice, from the eigenvector's top records and from those
-        whose recorded state of one node its Markov blanket finds least likely (:meth:`_blanket_start`: a
-        miscoded column), and the start with the larger gain beyond its penalty is kept."""
+        population along. When the whole-network check declines for either reason, a partial mixture is
+        fitted: the minor component has its own CPTs only for the families whose own gain beats their own
+        BIC penalty, and shares the rest (``_mixture_em`` with ``partial``); it is judged by the same rules
+        against the penalty of the families it keeps apart. Its EM is started twice, from the eigenvector's
+        top records and from those whose recorded state of one node its Markov blanket finds least likely
+        (:meth:`_blanket_start`: a miscoded column), and the start with the larger gain beyond its penalty
+        is kept. Once the cuts have brought the eigenvalue within clean data's range (not ``beyond``, records
+        removed), only the blanket's start is tried, and kept only when the families it keeps apart are that node's own and
+        its children's: there, a freer partial mixture took structure for a batch (ALARM with 2% of its rows
+        in rare parent configurations: 0.035-0.042 against the MLE's 0.027-0.028), while a miscoded column
+        whose batch the cuts mostly left in place stays in its node's blanket (docs/explain/robust-filter.md)."""
         lay, cells, size = self.layout, self.cells, self.cells.size
         n = float(blocks.reduce(_n_kept))
         spent = self.N - n
@@ -784,21 +790,26 @@ class _Run:
             # DAG does not capture, not corruption (docs/explain/robust-filter.md, "The default: calibrated")
             entry["reason"] = f"{likelier:,} records likelier from a second component: more than epsilon allows, not corruption"
             entry["population"] = True
-        if not MIX_PARTIAL or not beyond:
-            # the partial mixture, freer than a whole second network, is tried only while the eigenvalue is still
-            # beyond clean data's range: within it, it took structure for a batch (ALARM with 2% of its rows in rare
-            # parent configurations: 0.035-0.042 against the MLE's 0.027-0.028; docs/explain/robust-filter.md)
+        if not MIX_PARTIAL or not (beyond or (MIX_WITHIN and spent > 0)):
             return blocks, None, entry
         # a second network differing in a few families: only those pay BIC's penalty
-        state, ll, it, sel = self._mixture_em(start, n, single, penalty, partial=lp_single)
+        if beyond:
+            state, ll, it, sel = self._mixture_em(start, n, single, penalty, partial=lp_single)
+        else:
+            state, ll, it, sel = blocks, single, 0, None
         if MIX_BLANKET:
             blanket = self._blanket_start(blocks, k, lp_single)
             if blanket is not None:
                 other = self._mixture_em(blanket[1], n, single, penalty, partial=lp_single)
                 entry["blanket"] = {"node": blanket[0], "gain": other[1] - single, "penalty": self._partial_penalty(other[3], n)}
-                if other[3] is not None and other[1] - entry["blanket"]["penalty"] > ll - self._partial_penalty(sel, n):
+                inside = beyond or (other[3] is not None and not (other[3] & ~blanket[2]).any())
+                entry["blanket"]["inside"] = bool(inside)
+                if inside and other[3] is not None and other[1] - entry["blanket"]["penalty"] > ll - self._partial_penalty(sel, n):
                     (state, ll, it, sel), start = other, blanket[1]
                     entry["blanket"]["chosen"] = True
+        if not beyond and not entry.get("blanket", {}).get("chosen"):
+            entry["partial"] = {"reason": "within clean data's range, no one node's blanket explains a batch"}
+            return blocks, None, entry
         part = {"gain": ll - single, "penalty": self._partial_penalty(sel, n), "iterations": it,
                 "families": self._families(sel),
                 "weight": float(state.reduce(_minor_mass) / n)}
@@ -815,17 +826,18 @@ class _Run:
             entry["population"] = True
             return blocks, None, entry
         entry.pop("population", None)
-        return self._batch(blocks, start, n, single, part["penalty"], room, lp_single, entry)
+        return self._batch(blocks, start, n, single, part["penalty"], room, lp_single, entry, None if beyond else blanket[2])
 
-    def _batch(self, blocks, start, n, single, penalty, room, partial, entry) -> tuple[Blocks, list | None, dict]:
+    def _batch(self, blocks, start, n, single, penalty, room, partial, entry, inside=None) -> tuple[Blocks, list | None, dict]:
         """The batch, estimated with the minor component held to what epsilon allows: left free, it takes clean
         records along, and its major component's CPTs and the records removed follow it (on a miscoded column
         the free fit ended worse than the MLE: docs/explain/robust-filter.md, "Tried and not kept"). With
         ``partial`` (one network's log-CPTs), the minor component has its own CPTs only for the families chosen
         within what epsilon allows; the CPTs returned are, for every family, the major component's soft counts (which
-        also discount the batch in families it moved too little to be kept apart)."""
+        also discount the batch in families it moved too little to be kept apart). ``inside``: a mask of the families
+        that may be kept apart (one node's blanket), or None for any."""
         lay, cells, size = self.layout, self.cells, self.cells.size
-        state, ll, it, sel = self._mixture_em(start, n, single, penalty, cap=room / n, partial=partial)
+        state, ll, it, sel = self._mixture_em(start, n, single, penalty, cap=room / n, partial=partial, allowed=inside)
         if partial is not None:
             penalty = self._partial_penalty(sel, n)
             entry["partial"].update(families_within_epsilon=self._families(sel), penalty_within_epsilon=penalty)
@@ -850,7 +862,7 @@ class _Run:
         """A start for the partial mixture aimed at one miscoded column: for every node with children, the
         ``k`` records whose recorded state its Markov blanket finds least likely under one network ``lp``, for the
         node whose recorded states are the most surprising beyond the surprise's expectation. Returns (node,
-        start) or None."""
+        start, a mask over ``cells.nodes`` of its blanket's families: its own and its children's) or None."""
         lay, cells = self.layout, self.cells
         pos = {j: r for r, j in enumerate(cells.nodes)}
         best, best_score = None, 0.0
@@ -872,7 +884,9 @@ class _Run:
             return None
         scored = blocks.map(_blanket_scored, **best[1]).persist()
         t, _ = _top_records(scored, max(k, 1), self.key_seed)
-        return best[0], scored.map(_start_above, t=t, high=BLANKET_START[0], low=BLANKET_START[1]).persist()
+        own = np.zeros(len(cells.nodes), dtype=bool)
+        own[best[1]["rows"]] = True
+        return best[0], scored.map(_start_above, t=t, high=BLANKET_START[0], low=BLANKET_START[1]).persist(), own
 
     def _families(self, sel: np.ndarray | None) -> list:
         """The names of the families ``sel`` marks (over ``cells.nodes``)."""
@@ -894,7 +908,7 @@ class _Run:
         return 0.5 * (p + 1) * math.log(max(n, 2.0))
 
     def _mixture_em(self, start: Blocks, n: float, single: float, penalty: float, cap: float = 1 - 1e-12,
-                    partial: np.ndarray | None = None) -> tuple:
+                    partial: np.ndarray | None = None, allowed: np.ndarray | None = None) -> tuple:
         """EM for a mixture of two networks with the DAG from ``start``'s responsibilities, the minor
         component's weight held at most ``cap``: (the blocks with their responsibilities, log-likelihood,
         iterations, the families kept apart). Stops when settled, or when its shrinking gains could not reach
@@ -904,7 +918,8 @@ class _Run:
         the families whose expected complete-data log-likelihood gain (given the responsibilities) beats their
         own BIC penalty, ``p_f log(n) / 2`` for the family's p_f parameters, and shares one network's CPTs
         with the major component for the rest: each M-step chooses the families (Friedman's structural EM on
-        the choice shared / apart), and the penalty is that of the families kept apart."""
+        the choice shared / apart), and the penalty is that of the families kept apart; ``allowed`` (a mask over
+        ``cells.nodes``) limits the families that may be."""
         lay, cells, size = self.layout, self.cells, self.cells.size
         state, prev, ll, it, sel = start, -np.inf, -np.inf, 0, None
         if partial is not None:
@@ -917,7 +932,7 @@ class _Run:
             changed = False
             if partial is not None:
                 gain = np.add.reduceat(minor * lp_minor + major * lp_major - (minor + major) * partial, first)
-                new = gain > fam_pen
+                new = gain > fam_pen if allowed is None else (gain > fam_pen) & allowed
                 changed = sel is None or bool((new != sel).any())
                 sel = new
                 if not sel.any():
