@@ -69,8 +69,8 @@ NETWORKS = {"child": "child", "insurance": "insurance"}  # data sets drawn from 
 KL_DRAWS, KL_SEED = 50_000, 77  # fresh records from the network for the KL estimate
 LOG = Path(__file__).with_name("aim_runs.jsonl")
 PHASES = ("sizes", "scores", "refit")  # the rounds' parts (ppgm.synthesis.aim.AIMRun.history's seconds)
-ENGINE = "scope tree"  # runs whose refits are preconditioned by the scopes' tree (MarginalOracle._scope_tree)
-ENGINES = {ENGINE: "", "settled": " (Jacobi refits)"}  # earlier engines' rows; logged runs without one refitted to convergence
+ENGINE = "gauge E-step"  # runs whose CGM-EM E-steps precondition the gauge by the noise (refits: the scopes' tree)
+ENGINES = {ENGINE: "", "scope tree": " (diagonal E-step)", "settled": " (Jacobi refits)"}  # earlier engines' rows; logged runs without one refitted to convergence
 CONVERGED = " (refits to convergence)"
 SAVED = Path("/tmp/ppgm_bench_aim")  # OpenDP's fitted log-potentials, one file per release
 

@@ -688,8 +688,9 @@ def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, constants: float, y
     or moment-matched) and unpooled on an exact oracle. The dual's Hessian is ``N F(theta - lambda) +
     s2``: its products are exact (:meth:`MarginalOracle.fisher`), and it is preconditioned by the tree's
     inverse of ``F + s2 / N`` (:meth:`MarginalOracle.inverse_hessian`, good whether the noise or the
-    counts dominate a cell) on the gauge's complement (``1 / s2`` along the gauge, where F vanishes)
-    or by its diagonal. The stopping test is L-BFGS-B's in its scaled variables: the
+    counts dominate a cell) on the gauge's complement (``1 / s2`` along the gauge, where F vanishes);
+    without a tree inverse, by its diagonal plus ``1 / s2`` along the gauge (between projections).
+    The stopping test is L-BFGS-B's in its scaled variables: the
     gradient over ``N sqrt(N mu (1 - mu) + s2)`` at the start, at most ``tol``."""
     lam = np.zeros(y.size) if lam0 is None else np.array(lam0, dtype=float)
 
@@ -738,8 +739,14 @@ def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, constants: float, y
         F = oracle.fisher(theta - lam, mu)
         J = oracle.inverse_hessian(mu, s2 / N)
         if J is None:
+            # no tree inverse (AIM's grown trees, families inside larger cliques): the diagonal, plus 1 / s2 on the
+            # gauge (between projections), where F vanishes and the Hessian is s2 alone: the diagonal alone overstates
+            # the gauge's curvature by N mu / s2. Adult 2-way, AIM at rho 0.5: 587 Fisher products in the E-steps
+            # against the diagonal's 1,277 (the diagonal only off the gauge: 645, but 1,423 against 1,035 at rho 0.05)
             d = N * mu * (1 - mu) + s2
-            precondition = lambda r: r / d  # noqa: E731
+
+            def precondition(r, d=d):
+                return r / d + gauge.gauge(gauge.gauge(r) / s2)
         elif split:
             def precondition(r, J=J):
                 return gauge.project(J(r)) / N
