@@ -229,3 +229,54 @@ def test_remembered_size_checks_are_the_junction_trees_sizes():
         for r in cand:
             assert sizes.cells(r) == jt_cells(dom, scopes + [r])
         scopes = scopes + [cand[int(rng.integers(len(cand)))]]
+
+
+def test_the_measured_table_starts_at_its_proportional_fitting_update():
+    """A round's refit starts the measured table at log((target + 1/n) / (marginal + 1/n)) on top of its
+    previous potential. On a model of independent one-way tables a new pair is fitted by that update alone
+    (the model's pair marginal is the product of its one-ways, so the start reproduces the target up to the
+    pseudo-record): the refit starts within a fraction of a record of the converged fit, takes fewer
+    calibrations than from zero, and both reach the same model (within the final refit's gradient tolerance)."""
+    from ppgm.learners.mle import fit_marginals
+
+    rng = np.random.default_rng(5)
+    dom = Domain(("A", "B", "C"), (3, 4, 2))
+    x = _chain(3000, 3, rng, flip=0.4)
+    x[:, 1] = np.where(rng.random(3000) < 0.5, x[:, 1], 3)
+    x[:, 2] %= 2
+    tables = {c: contingency_tables(x, dom, [c])[0].values.astype(float) for c in [("A",), ("B",), ("C",), ("A", "B")]}
+    ones = [Measurement(c, tables[c] + rng.normal(0, 3.0, tables[c].shape), "gaussian", 3.0) for c in [("A",), ("B",), ("C",)]]
+    n = aim_module._records(ones)
+    first = aim_module._Refit(dom)
+    fit, cal, _ = first(ones, n, None, final=True)
+    pair = Measurement(("A", "B"), tables[("A", "B")] + rng.normal(0, 3.0, (3, 4)), "gaussian", 3.0)
+    known = {("A", "B"): cal.marginal(["A", "B"]).transpose(("A", "B")).values}
+    np.testing.assert_allclose(known[("A", "B")], np.outer(known[("A", "B")].sum(1), known[("A", "B")].sum(0)), atol=1e-12)
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs["init"])
+        return fit_marginals(*args, **kwargs)
+
+    results = []
+    for given in (known, None):
+        refit = aim_module._Refit(dom)
+        refit(ones, n, None, final=True)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(aim_module, "fit_marginals", counting)
+            evals = []
+            real_flat = aim_module.MarginalOracle.flat
+            mp.setattr(aim_module.MarginalOracle, "flat", lambda self, z: evals.append(1) or real_flat(self, z))
+            got, _, _ = refit(ones + [pair], n, fit.model, final=True, known=given)
+        results.append((got, len(evals)))
+    start = calls[0]
+    target = aim_module._naive_targets(ones + [pair], n, project=True)[-1].values
+    start_pair = JunctionTree.build(dom, start.scopes).calibrate(start).marginal(["A", "B"]).transpose(("A", "B")).values
+    assert n * np.abs(start_pair - target).sum() < 2 * target.size  # within a pseudo-record per cell
+    assert n * np.abs(start_pair - known[("A", "B")]).sum() > 20  # where the zero start begins
+    (ipf, ipf_evals), (zero, zero_evals) = results
+    assert ipf.converged and zero.converged and ipf_evals < zero_evals
+    for a, b in zip(ipf.model.factors, zero.model.factors):
+        ja = JunctionTree.build(dom, ipf.model.scopes).calibrate(ipf.model).marginal(list(a.variables)).values
+        jb = JunctionTree.build(dom, zero.model.scopes).calibrate(zero.model).marginal(list(b.variables)).values
+        np.testing.assert_allclose(ja, jb, atol=2 * 0.05 * 3.0 / n)  # both within the final refit's tolerance

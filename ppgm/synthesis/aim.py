@@ -11,7 +11,7 @@ among the candidates whose junction tree with the cliques so far stays under
 expected L1 size) sigma halves and eps doubles. The last round spends exactly what is left, so the
 whole run costs ``rho``. Between rounds the model is the naive fit of the measurements so far (a
 clique measured twice is one table: the inverse-variance weighted mean), warm-started from the
-previous round's; all of it is post-processing of released tables.
+previous round's (the measured table at its proportional-fitting update); all of it is post-processing of released tables.
 """
 
 from __future__ import annotations
@@ -192,8 +192,9 @@ def _records(ms: Sequence[Measurement]) -> float:
 
 
 class _Refit:
-    """The naive fit between rounds (l2 = 1 / N), warm from the previous round's model (new cliques
-    at zero), on one oracle while the measured cliques stay the same (a clique measured again).
+    """The naive fit between rounds (l2 = 1 / N), warm from the previous round's model (the measured
+    table at its proportional-fitting update, ``known`` below), on one oracle while the measured
+    cliques stay the same (a clique measured again).
 
     A refit between rounds stops when the scores that choose the next round are settled: every
     measured table's gradient, the distance of its marginal from where the fit will put it, within
@@ -207,11 +208,19 @@ class _Refit:
         self.domain = domain
         self.oracle: MarginalOracle | None = None
 
-    def __call__(self, ms: Sequence[Measurement], n: float, previous: MarkovNetwork | None, final: bool = False) -> tuple:
+    def __call__(self, ms: Sequence[Measurement], n: float, previous: MarkovNetwork | None, final: bool = False,
+                 known: dict | None = None) -> tuple:
         """The fit of ``ms``, its calibration, and the junction tree of the model's scopes (the model's
         size and which candidates lie inside its cliques). The fit and the calibration run on the
         previous round's tree while its cliques hold the new table and it is no larger: its plans are
-        made once (on a tree of millions of cells they cost several calibrations)."""
+        made once (on a tree of millions of cells they cost several calibrations).
+
+        ``known``: the previous model's marginals of the tables whose targets changed (the round's
+        measurement, already computed for its score). Each such table starts at its previous potential
+        (zero when new) plus ``log((target + 1 / n) / (marginal + 1 / n))``, the iterative proportional
+        fitting update of that table: it brings the model's marginal there to the target (up to one
+        pseudo-record) before any calibration, where a zero start left Newton to find it (Adult, rho
+        0.5, 2-way: 3,582 -> 3,327 Fisher products and 825 -> 690 calibrations over the rounds)."""
         domain = self.domain
         targets = _naive_targets(ms, n, project=True)
         scopes = [tuple(t.variables) for t in targets]
@@ -225,7 +234,11 @@ class _Refit:
         init = None
         if previous is not None:
             have = {tuple(f.variables): f for f in previous.factors}
-            init = MarkovNetwork(domain, [have.get(c, Factor(c, np.zeros(t.values.shape))) for c, t in zip(scopes, targets)])
+            known = known or {}
+            tables = [have[c].values if c in have else np.zeros(t.values.shape) for c, t in zip(scopes, targets)]
+            tables = [psi + np.log((t.values + 1.0 / n) / (np.clip(known[c], 0, None) + 1.0 / n)) if c in known else psi
+                      for psi, c, t in zip(tables, scopes, targets)]
+            init = MarkovNetwork(domain, [Factor(c, psi) for c, psi in zip(scopes, tables)])
         sigma = min(m.scale for m in ms)
         tol = max(1e-9, 0.05 * sigma / n)
         settle = None if final or init is None else SETTLE * sigma / n
@@ -376,7 +389,7 @@ def aim_select(
         measure(pick, sigma)
         ms = _measurements(released)
         n = _records(ms)
-        fit, cal, struct = refit(ms, n, model, final=last)
+        fit, cal, struct = refit(ms, n, model, final=last, known={pick: before[pick]})
         final = last
         seconds = {"sizes": t1 - t0, "scores": t2 - t1, "refit": time.perf_counter() - t2}
         model = fit.model
