@@ -11,7 +11,8 @@ among the candidates whose junction tree with the cliques so far stays under
 expected L1 size) sigma halves and eps doubles. The last round spends exactly what is left, so the
 whole run costs ``rho``. Between rounds the model is the naive fit of the measurements so far (a
 clique measured twice is one table: the inverse-variance weighted mean), warm-started from the
-previous round's (the measured table at its proportional-fitting update); all of it is post-processing of released tables.
+previous round's (the measured table at its proportional-fitting update); all of it is
+post-processing of released tables.
 """
 
 from __future__ import annotations
@@ -234,11 +235,14 @@ class _Refit:
         init = None
         if previous is not None:
             have = {tuple(f.variables): f for f in previous.factors}
-            known = known or {}
-            tables = [have[c].values if c in have else np.zeros(t.values.shape) for c, t in zip(scopes, targets)]
-            tables = [psi + np.log((t.values + 1.0 / n) / (np.clip(known[c], 0, None) + 1.0 / n)) if c in known else psi
-                      for psi, c, t in zip(tables, scopes, targets)]
-            init = MarkovNetwork(domain, [Factor(c, psi) for c, psi in zip(scopes, tables)])
+            moved = known or {}
+
+            def start(c: tuple, t: Factor) -> np.ndarray:
+                """The previous potential (zero when new), plus the IPF update where the target moved."""
+                psi = have[c].values if c in have else np.zeros(t.values.shape)
+                return psi + np.log((t.values + 1.0 / n) / (np.clip(moved[c], 0, None) + 1.0 / n)) if c in moved else psi
+
+            init = MarkovNetwork(domain, [Factor(c, start(c, t)) for c, t in zip(scopes, targets)])
         sigma = min(m.scale for m in ms)
         tol = max(1e-9, 0.05 * sigma / n)
         settle = None if final or init is None else SETTLE * sigma / n
