@@ -5,18 +5,26 @@ final fit from its rounds' model (as ``aim_release`` does), each phase counted: 
 them, and those on junction trees above a million cells), and CGM-EM's pilot, naive-weight rule, naive
 start, iteration rule and EM loop. The counts do not depend on the machine's load; the seconds do (run it
 alone). ``--zero-start`` starts each round's measured table at zero instead of at its proportional-fitting
-update (the engine before it), for a paired comparison on the same release noise.
+update (the engine before it), for a paired comparison on the same release noise. ``--kernels`` times the two
+tree passes every phase is made of, on the rounds' final junction tree: one Fisher product and one calibration
+(medians), and two of each run one after the other against two at once on two threads (BLAS at one thread):
+what running the rules' independent refits side by side could gain on this machine.
 
-    python benchmarks/profile_aim.py --dataset adult --rho 0.5 --workload 2 [--seed 0] [--zero-start] [--no-fit]
+    python benchmarks/profile_aim.py --dataset adult --rho 0.5 --workload 2 [--seed 0] [--zero-start] [--no-fit] [--kernels]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bench_aim  # noqa: E402
@@ -24,6 +32,7 @@ import bench_aim  # noqa: E402
 from ppgm.adapters import aim_release  # noqa: E402
 from ppgm.inference.junction_tree import JunctionTree  # noqa: E402
 from ppgm.learners import cgm  # noqa: E402
+from ppgm.learners.mle import MarginalOracle  # noqa: E402
 from ppgm.synthesis import aim  # noqa: E402
 
 COUNTS = {"products": 0, "calibrations": 0}
@@ -69,6 +78,36 @@ class Phase:
         return f"| {self.label} | {self.calls} | {self.products:,} | {self.calibrations:,} | {self.seconds:.1f} |"
 
 
+def _median_ms(fn, repeats: int = 7) -> float:
+    fn()  # warm: plans and buffers
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times)
+
+
+def kernels(model) -> None:
+    """Median milliseconds of one Fisher product and one calibration on ``model``'s junction tree, and of two
+    of each one after the other against two at once on two threads."""
+    oracle = MarginalOracle(model.domain, [tuple(f.variables) for f in model.factors])
+    x = oracle.params.join([f.values for f in model.factors])
+    product = oracle.fisher(x, oracle.flat(x)[1])
+    rng = np.random.default_rng(0)
+    vs = [rng.normal(size=oracle.params.size) for _ in range(2)]
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(2) as pool:
+        rows = [("Fisher product", lambda: product(vs[0]), lambda: [product(v) for v in vs],
+                 lambda: list(pool.map(product, vs))),
+                ("calibration", lambda: oracle.flat(x), lambda: [oracle.flat(x) for _ in vs],
+                 lambda: list(pool.map(lambda _: oracle.flat(x), vs)))]
+        print(f"\nOn the final tree ({oracle.tree.cells:,} cells), median ms:\n\n"
+              "| pass | one | two in turn | two on two threads | gain |\n| --- | --- | --- | --- | --- |")
+        for name, one, turn, threads in rows:
+            a, b, c = _median_ms(one), _median_ms(turn), _median_ms(threads)
+            print(f"| {name} | {a:.1f} | {b:.1f} | {c:.1f} | {b / c:.2f}x |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dataset", default="adult", choices=list(bench_aim.DATASETS))
@@ -77,6 +116,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--zero-start", action="store_true", help="round refits start the measured table at zero")
     ap.add_argument("--no-fit", action="store_true", help="profile the rounds only")
+    ap.add_argument("--kernels", action="store_true", help="time one product and one calibration on the final tree, "
+                    "alone and two on two threads")
     args = ap.parse_args()
     _count_tree_work()
     refit_call = aim._Refit.__call__
@@ -112,6 +153,8 @@ def main() -> None:
         for phase in fit:
             print(phase.line())
         print(f"| CGM-EM fit in all | 1 | | | {time.perf_counter() - t0:.1f} |")
+    if args.kernels:
+        kernels(rel.fit.model)
 
 
 if __name__ == "__main__":
