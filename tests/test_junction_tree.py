@@ -241,10 +241,9 @@ def test_scaled_and_log_space_schedules_agree(model):
         fast = jt.calibrate(model)
         jtm.DENSE_PARENT = 1  # every table summed and multiplied by the BLAS steps of large cliques
         steps = jt.calibrate(model)
-        jtm.SCALED_RANGE = -1.0
-        slow = jt.calibrate(model)
     finally:
         jtm.SCALED_RANGE, jtm.SCALED_MIN_CELLS, jtm.DENSE_PARENT = saved
+    slow = jt._calibrate_log(np.concatenate([p.ravel() for p in jt._potentials(model)]))
     assert fast._probs is not None and "flat_logs" in slow._cache  # each schedule ran
     for cal in (fast, steps):
         assert cal.log_z == pytest.approx(slow.log_z, rel=1e-12, abs=1e-10)
@@ -278,6 +277,56 @@ def test_flat_calibration_is_the_table_calibration(model):
     assert a.log_z == b.log_z
     for x, y in zip(a.beliefs, b.beliefs):
         np.testing.assert_array_equal(x, y)
+
+
+def _chain_with_tables(tables):
+    """A chain A - B - C - D of 3-state variables with the given (A, B), (B, C), (C, D) log-potentials."""
+    dom = Domain(("A", "B", "C", "D"), (3, 3, 3, 3))
+    return MarkovNetwork(dom, [Factor(s, t) for s, t in zip((("A", "B"), ("B", "C"), ("C", "D")), tables)])
+
+
+def test_scaled_schedule_beyond_the_range_bound_checks_its_products():
+    """Finite potentials whose log-ranges add up to more than SCALED_RANGE still take the scaled schedule
+    when no product of a table and its messages underflows (each clique's smallest cell is checked), and
+    fall back to log space when one does. Both against enumeration in log space."""
+    eye = np.eye(3)
+    # ranges 500 + 200 + 2: above the bound, but every message is flat over B and C, so no product passes 500
+    fits = _chain_with_tables([500 * eye, 200 * eye, np.arange(9.0).reshape(3, 3) / 4])
+    # B = 0 is e^-800 less likely in one table and e^800 more likely in the next: exp(psi - max) is 0 there
+    # in both, so the scaled products are zero everywhere, though B = 0 is as likely as the other states
+    cancel = _chain_with_tables([np.array([[-800.0, 0, 0]] * 3), np.array([[800.0] * 3, [0] * 3, [0] * 3]), np.zeros((3, 3))])
+    for model, scaled in ((fits, True), (cancel, False)):
+        jt = JunctionTree.build(model.domain, model.scopes)
+        psi = np.concatenate([p.ravel() for p in jt._potentials(model)])
+        plan = jt._plan()
+        tops, lows = np.maximum.reduceat(psi, plan["starts"]), np.minimum.reduceat(psi, plan["starts"])
+        assert float((tops - lows).sum()) > SCALED_RANGE
+        cal = jt.calibrate_flat(psi)
+        assert ("flat_logs" not in cal._cache) == scaled
+        assert cal.log_z == pytest.approx(brute_log_z(model), rel=1e-13)
+        for scope in model.scopes:
+            np.testing.assert_allclose(cal.marginal(scope).values, brute_marginal(model, scope), atol=1e-13)
+    bounds = zip(plan["starts"], plan["sizes"], plan["shapes"])
+    E = np.exp(psi - np.repeat(tops, plan["sizes"]))
+    with pytest.raises(ValueError, match="zero probability"):  # what the unchecked scaled schedule would say
+        jt._calibrate_scaled([E[a:a + n].reshape(sh) for a, n, sh in bounds], tops.tolist())
+    # after a fallback the tree waits SCALED_WAIT calibrations in log space before it tries again
+    import ppgm.inference.junction_tree as jtm
+    again = jt.calibrate_flat(psi * 0.5)  # above the bound, and within range: the scaled schedule would do
+    assert "flat_logs" in again._cache and plan["scaled_wait"] == jtm.SCALED_WAIT - 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0.0, 1500.0), st.floats(0.0, 1500.0), st.floats(0.0, 1500.0), st.integers(0, 2**31 - 1))
+def test_flat_calibration_is_exact_at_any_range(s1, s2, s3, seed):
+    """calibrate_flat against enumeration in log space on finite potentials of any log-range, whichever
+    schedule it takes (scaled under the bound, scaled and checked above it, log space when a check fails)."""
+    rng = np.random.default_rng(seed)
+    model = _chain_with_tables([s * rng.random((3, 3)) for s in (s1, s2, s3)])
+    cal = JunctionTree.build(model.domain, model.scopes).calibrate(model)
+    assert cal.log_z == pytest.approx(brute_log_z(model), rel=1e-12, abs=1e-12)
+    for scope in model.scopes:
+        np.testing.assert_allclose(cal.marginal(scope).values, brute_marginal(model, scope), atol=1e-12)
 
 
 def test_flat_calibration_bad_input():

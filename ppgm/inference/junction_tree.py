@@ -31,6 +31,8 @@ SCALED_MIN_CELLS = 2048  # ... when the cliques are large (mean cells): there on
 # schedule's passes (third-order chain 10 x 10, 10^4 cells a clique: 0.9 ms against 2.0 ms); with small cliques the
 # batched schedule's few calls per level win (Adult: 117 against 185 us; random tree of 100 x 8 states: 0.35 against 1.4 ms) ...
 BATCH_MIN_CLIQUES = 8  # ... or small (a few cliques: no gain, and L-BFGS at tol 1e-10 met its tolerance only on the scaled sums)
+SCALED_WAIT = 16  # calibrations a tree takes in log space after its scaled schedule ran out of range (its
+# potentials, a fit's iterates, change little from one call to the next) before it tries again
 
 
 DENSE_PARENT = 32_768  # a parent clique of at least this many cells is read as one array by the Fisher product
@@ -433,9 +435,10 @@ class JunctionTree:
         Upward pass: log-sum-exp messages towards the root. Downward pass: every child's separator
         marginal is read off its parent's belief, and the message to the child is that marginal minus the
         child's own upward message (a log-space Hugin division); all the messages of one level of the
-        tree are computed together. Potentials whose finite log-ranges add up to less than
-        ``SCALED_RANGE``, on large cliques (``SCALED_MIN_CELLS``), take a scaled-probability schedule
-        clique by clique, exact and faster there.
+        tree are computed together. On large cliques (``SCALED_MIN_CELLS``) or few, a scaled-probability
+        schedule runs clique by clique, faster there: exact by construction when the potentials' finite
+        log-ranges add up to less than ``SCALED_RANGE``, and beyond it (finite potentials) checked for
+        underflow, with the log schedule taking over when a product lost digits.
 
         Parameters
         ----------
@@ -508,14 +511,23 @@ class JunctionTree:
         lows = np.minimum.reduceat(psi, starts)
         if (lows == -np.inf).any():  # each table's finite minimum
             lows = np.minimum.reduceat(np.where(psi == -np.inf, np.inf, psi), starts)
-        finite_range = float(np.where(np.isfinite(lows), tops - lows, 0.0).sum())
-        if finite_range < SCALED_RANGE:
-            if (tops == -np.inf).any():
-                raise ValueError(_ZERO)
-            E = np.exp(psi - np.repeat(tops, sizes))
-            bounds = zip(starts, starts + sizes, shapes)
-            return self._calibrate_scaled([E[a:b].reshape(sh) for a, b, sh in bounds], tops.tolist())
-        return self._calibrate_log(psi)
+        ranges = np.where(np.isfinite(lows), tops - lows, 0.0)
+        # below SCALED_RANGE in all, no product can underflow; above it, finite potentials (no cell at zero
+        # probability) try the scaled schedule, which checks its products, and the log schedule takes over if
+        # one underflowed
+        checked = float(ranges.sum()) >= SCALED_RANGE
+        if checked and (plan.get("scaled_wait", 0) > 0 or not np.isfinite(lows).all()):
+            plan["scaled_wait"] = max(0, plan.get("scaled_wait", 0) - 1)
+            return self._calibrate_log(psi)
+        if (tops == -np.inf).any():
+            raise ValueError(_ZERO)
+        E = np.exp(psi - np.repeat(tops, sizes))
+        bounds = zip(starts, starts + sizes, shapes)
+        try:
+            return self._calibrate_scaled([E[a:b].reshape(sh) for a, b, sh in bounds], tops.tolist(), checked)
+        except _OutOfRange:
+            plan["scaled_wait"] = SCALED_WAIT  # the potentials change little between calls: try again later
+            return self._calibrate_log(psi)
 
     def _levels(self, centre: bool = True) -> "_Levels":
         """The batched schedule's index arrays (built once per tree). Calibration and the Fisher product
@@ -881,13 +893,16 @@ class JunctionTree:
         root = lz[lv.root]
         return inward, probs, np.where(np.isfinite(root) & (tops[lv.root] > _LOWEST), root, -np.inf)
 
-    def _calibrate_scaled(self, scaled: Sequence[np.ndarray], tops: Sequence[float]) -> "Calibration":
+    def _calibrate_scaled(self, scaled: Sequence[np.ndarray], tops: Sequence[float], check: bool = False) -> "Calibration":
         """The same schedule on ``scaled`` = exp(psi - max psi), one per clique, with a log-scale per
         table and message (``tops``, the tables' maxima).
 
-        Exact in floating point when the potentials' finite log-ranges add up to less than
-        ``SCALED_RANGE`` (then no product of tables and normalised messages can underflow), and
-        several times faster: one exp per clique instead of one per message.
+        Exact in floating point when no product of a table and its normalised messages underflows, and
+        several times faster: one exp per clique instead of one per message. The potentials' finite
+        log-ranges adding up to less than ``SCALED_RANGE`` guarantees it. Otherwise, for tables with no
+        zero cell, ``check``: every factor of a clique's final product is at most 1, so when its smallest
+        cell is a normal number none of its partial products (nor the messages summed from them) lost a
+        digit; ``_OutOfRange`` is raised when one is not (the caller then calibrates in log space).
         """
         plan = self._plan()
         k = len(self.cliques)
@@ -906,8 +921,8 @@ class JunctionTree:
                 axes = plan["child_sum"][i]
                 m = _sum(acc, axes) if axes else acc.copy()
                 s = float(m.max())
-                if s <= 0:
-                    raise ValueError(zero)
+                if s <= 0:  # with finite potentials (checked), only an underflow gives zero
+                    raise _OutOfRange if check else ValueError(zero)
                 m /= s
                 up[i] = m
                 up_off[i] = off[i] + math.log(s)
@@ -916,9 +931,11 @@ class JunctionTree:
         with np.errstate(divide="ignore", invalid="ignore"):
             for i in self.order:
                 full = inward[i]
+                if check and float(full.min()) < _NORMAL:
+                    raise _OutOfRange
                 z = float(full.sum())
                 if z <= 0:
-                    raise ValueError(zero)
+                    raise ValueError(zero)  # (not reached when checked: the smallest cell was normal)
                 lz = math.log(z) + off[i]
                 if log_z is None:
                     log_z = lz
@@ -932,6 +949,13 @@ class JunctionTree:
                     _times(inward[c], down, plan["in_child"][c], plan["child_sum"][c])
                     off[c] += math.log(d) + off[i] - up_off[c]
         return Calibration(self, float(log_z), _probs=tuple(beliefs))  # type: ignore[arg-type]  # set in the first pass
+
+
+class _OutOfRange(Exception):
+    """A product of the scaled schedule underflowed (calibrate in log space instead)."""
+
+
+_NORMAL = float(np.finfo(float).tiny)  # the smallest normal float64: below it a product has lost digits
 
 
 def _sum(t: np.ndarray, axes: tuple) -> np.ndarray:
