@@ -45,9 +45,9 @@ def _count_tree_work() -> None:
     def counted_fisher(self, beliefs):
         product = fisher(self, beliefs)
 
-        def apply(v):
+        def apply(v, **kwargs):
             COUNTS["products"] += 1
-            return product(v)
+            return product(v, **kwargs)
         return apply
 
     def counted_calibrate(self, *args, **kwargs):

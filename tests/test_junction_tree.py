@@ -451,21 +451,24 @@ def _tree_model(n, k, seed, extra_edges=()):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_markov_networks(max_vars=5, max_card=3, max_scope=3, max_factors=5, allow_zeros=False))
 def test_exact_fisher_product_is_the_covariance_of_the_clique_indicators(model):
-    """F v from the tree's two passes against the covariance of the junction tree's clique
-    indicators, by enumeration (loopy graphs, several levels, forests, potentials of any scale)."""
+    """F v from the tree's two passes, level by level and clique by clique, against the covariance of the
+    junction tree's clique indicators, by enumeration (loopy graphs, several levels, forests, potentials of
+    any scale)."""
     jt = JunctionTree.build(model.domain, model.scopes)
     cal = jt.calibrate(model)
     mean, cov = indicator_moments(model, jt.cliques)
     np.testing.assert_allclose(cal.flat_beliefs, mean, atol=1e-10)
     v = np.random.default_rng(0).normal(size=jt.cells)
-    np.testing.assert_allclose(jt.fisher(cal.flat_beliefs)(v), cov @ v, atol=1e-10)
+    for product in (jt.fisher, jt._fisher_levels, jt._fisher_cliques):
+        np.testing.assert_allclose(product(cal.flat_beliefs)(v), cov @ v, atol=1e-10)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_markov_networks(max_vars=5, max_card=3, max_scope=3, max_factors=5, allow_zeros=False))
 def test_fisher_product_with_parents_read_as_arrays_is_the_covariance(model):
-    """The Fisher product's array path for large parents (forced here on every parent: broadcasts up,
-    axis sums down) against the enumerated covariance, forests (empty separators) included."""
+    """The Fisher product's array paths for large cliques (forced here on every clique: broadcasts up,
+    axis sums down by BLAS steps), level by level and clique by clique, against the enumerated
+    covariance, forests (empty separators) included."""
     import ppgm.inference.junction_tree as jtm
     old = jtm.DENSE_PARENT
     jtm.DENSE_PARENT = 1
@@ -473,16 +476,18 @@ def test_fisher_product_with_parents_read_as_arrays_is_the_covariance(model):
         jt = JunctionTree.build(model.domain, model.scopes)
         mu = jt.calibrate(model).flat_beliefs
         v = np.random.default_rng(0).normal(size=jt.cells)
-        got = jt.fisher(mu)(v)
+        got = [jt._fisher_levels(mu)(v), jt._fisher_cliques(mu)(v)]
     finally:
         jtm.DENSE_PARENT = old
     assert len(jt.cliques) == 1 or any(jt._dense_parents())
     _, cov = indicator_moments(model, jt.cliques)
-    np.testing.assert_allclose(got, cov @ v, atol=1e-10)
+    for g in got:
+        np.testing.assert_allclose(g, cov @ v, atol=1e-10)
 
 
 def test_fisher_product_array_path_matches_the_gathered_one_on_a_deep_tree(monkeypatch):
-    """Several children per parent at many levels: the array path and the index-array path agree."""
+    """Several children per parent at many levels: the levels' array and index-array paths and the
+    clique-by-clique product (with and without BLAS steps) agree."""
     import ppgm.inference.junction_tree as jtm
     model = _tree_model(200, 4, 3, extra_edges=[(0, 5), (3, 9), (10, 40)])
     out = []
@@ -490,9 +495,16 @@ def test_fisher_product_array_path_matches_the_gathered_one_on_a_deep_tree(monke
         monkeypatch.setattr(jtm, "DENSE_PARENT", threshold)
         jt = JunctionTree.build(model.domain, model.scopes)
         mu = jt.calibrate_flat(np.random.default_rng(1).normal(size=jt.cells)).flat_beliefs
-        out.append(jt.fisher(mu)(np.random.default_rng(5).normal(size=jt.cells)))
+        v = np.random.default_rng(5).normal(size=jt.cells)
+        for product in (jt._fisher_levels(mu), jt._fisher_cliques(mu)):
+            out.append(product(v))
+            assert np.array_equal(v, np.random.default_rng(5).normal(size=jt.cells))  # the caller's v untouched
+            scratch = v.copy()
+            assert product(scratch, overwrite=True) is scratch  # the result in the scratch array's memory
+            np.testing.assert_array_equal(scratch, out[-1])
         assert any(jt._dense_parents()) == (threshold == 1)
-    np.testing.assert_allclose(out[0], out[1], atol=1e-13)
+    for o in out[1:]:
+        np.testing.assert_allclose(o, out[0], atol=1e-13)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -529,7 +541,8 @@ def test_fisher_product_on_a_deep_tree_agrees_with_central_differences():
     h = 1e-5
     central = (jt.calibrate_flat(psi + h * v).flat_beliefs - jt.calibrate_flat(psi - h * v).flat_beliefs) / (2 * h)
     assert len(jt._levels().levels) > 10
-    np.testing.assert_allclose(jt.fisher(mu)(v), central, atol=1e-8)
+    for product in (jt._fisher_levels, jt._fisher_cliques):
+        np.testing.assert_allclose(product(mu)(v), central, atol=1e-8)
 
 
 def test_fisher_product_stays_finite_where_a_separator_cell_is_subnormal():
@@ -545,9 +558,10 @@ def test_fisher_product_stays_finite_where_a_separator_cell_is_subnormal():
     assert 0 < mu.min() < np.finfo(float).tiny  # a subnormal belief
     _, cov = indicator_moments(model, jt.cliques)
     v = np.random.default_rng(0).normal(size=jt.cells) * 1e4
-    got = jt.fisher(mu)(v)
-    assert np.all(np.isfinite(got))
-    np.testing.assert_allclose(got, cov @ v, atol=1e-9)
+    for product in (jt._fisher_levels, jt._fisher_cliques):
+        got = product(mu)(v)
+        assert np.all(np.isfinite(got))
+        np.testing.assert_allclose(got, cov @ v, atol=1e-9)
 
 
 def _random_tree_network(n: int, seed: int):

@@ -190,6 +190,28 @@ def test_oracle_fisher_and_its_tree_inverse_match_enumeration(name):
     np.testing.assert_allclose(cov @ g.project(J(r)), r, atol=1e-9)
 
 
+def test_oracle_fisher_reads_the_last_calibration_at_its_point(monkeypatch):
+    """Pairs inside the third-order chain's 4-cliques (the tree's beliefs are not among the scopes'):
+    fisher(x) right after flat(x) reuses that calibration, after flat at another point it calibrates
+    x again; both against the enumerated covariance."""
+    model = _layouts()["third-order chain"]
+    oracle = MarginalOracle(model.domain, model.scopes)
+    assert oracle._clique_params is None
+    P = oracle.params
+    x = P.join([f.values for f in model.factors])
+    _, cov = indicator_moments(model, P.scopes)
+    calls = []
+    calibrate = type(oracle.tree).calibrate_flat
+    monkeypatch.setattr(type(oracle.tree), "calibrate_flat", lambda self, *a, **k: calls.append(1) or calibrate(self, *a, **k))
+    v = np.random.default_rng(0).normal(size=P.size)
+    _, mu = oracle.flat(x)
+    np.testing.assert_allclose(oracle.fisher(x, mu)(v), cov @ v, atol=1e-12)
+    assert len(calls) == 1  # flat's calibration only
+    oracle.flat(x + 0.5)
+    np.testing.assert_allclose(oracle.fisher(x, mu)(v), cov @ v, atol=1e-12)
+    assert len(calls) == 3  # the other point's, and x's again
+
+
 def _dense(op, n):
     return np.stack([op(e) for e in np.eye(n)], axis=1)
 

@@ -210,7 +210,9 @@ class MarginalOracle:
         scopes' marginals along ``v``. Exact on the junction tree (:meth:`JunctionTree.fisher`,
         from one calibration, reused for every product); a forward difference of Bethe marginals
         otherwise. ``mu``: the flat marginals at ``x`` when the caller has them (when every clique of the
-        tree is one of the scopes, the tree's beliefs are among them, and no calibration is needed)."""
+        tree is one of the scopes, the tree's beliefs are among them, and no calibration is needed). Where
+        the tree grew cliques that are not scopes, the beliefs of the oracle's last :meth:`flat` are used
+        when it was at ``x`` (Newton asks for the product where its line search last calibrated)."""
         if not self.exact:
             mu0 = self.flat(x)[1] if mu is None else mu
             return lambda v: fisher_product(lambda z: self.flat(z)[1], x, mu0, v)
@@ -218,12 +220,17 @@ class MarginalOracle:
         if self._gather is not None:
             cell_of_param, param_of_cell = self._gather
             F = tree.fisher((np.asarray(mu) if mu is not None else self.flat(x)[1])[param_of_cell])  # type: ignore[union-attr]
-            return lambda v: F(v[param_of_cell])[cell_of_param]
+            return lambda v: F(v[param_of_cell], overwrite=True)[cell_of_param]
         if mu is not None and self._clique_params is not None:  # every clique a scope: its cells are the beliefs
             F = tree.fisher(np.asarray(mu)[self._clique_params])  # type: ignore[union-attr]
         else:
-            F = tree.fisher(tree.calibrate_flat(self._to_cells(x)).flat_beliefs)  # type: ignore[union-attr]
-        return lambda v: self._to_params(F(self._to_cells(v)))
+            at = self._at
+            if at is not None and at[0].shape == np.shape(x) and np.array_equal(at[0], x):
+                cal = at[1]
+            else:
+                cal = tree.calibrate_flat(self._to_cells(x))  # type: ignore[union-attr]  # exact: the tree exists
+            F = tree.fisher(cal.flat_beliefs)  # type: ignore[union-attr]
+        return lambda v: self._to_params(F(self._to_cells(v), overwrite=True))
 
     @property
     def tree_inverse(self) -> bool:
@@ -382,11 +389,14 @@ class MarginalOracle:
         else:
             cal = self.tree.calibrate_flat(self._to_cells(x), overwrite=True)  # type: ignore[union-attr]  # exact: the tree exists
             mu = self._to_params(cal.flat_beliefs)
+            if self._clique_params is None:  # the tree's beliefs are not among the scopes': fisher(x) reads them
+                self._at = (np.array(x, dtype=float), cal)
         if self.remember:
             self._last = (np.array(x, dtype=float), cal, mu)
         return cal.log_z, mu
 
     remember = False  # keep the last calibration (``calibration`` reuses it): one more copy of the tree's beliefs
+    _at: tuple | None = None  # (x, calibration) of the last flat() whose tree beliefs are not among the scopes'
 
     def calibration(self, x: np.ndarray) -> "Calibration":
         """The calibration of parameters ``x`` on the oracle's tree (exact oracles): the last one
