@@ -224,9 +224,9 @@ class MarginalOracle:
         if mu is not None and self._clique_params is not None:  # every clique a scope: its cells are the beliefs
             F = tree.fisher(np.asarray(mu)[self._clique_params])  # type: ignore[union-attr]
         else:
-            at = self._at
-            if at is not None and at[0].shape == np.shape(x) and np.array_equal(at[0], x):
-                cal = at[1]
+            last = self._last
+            if last is not None and last[0].shape == np.shape(x) and np.array_equal(last[0], x):
+                cal = last[1]
             else:
                 cal = tree.calibrate_flat(self._to_cells(x))  # type: ignore[union-attr]  # exact: the tree exists
             F = tree.fisher(cal.flat_beliefs)  # type: ignore[union-attr]
@@ -389,14 +389,13 @@ class MarginalOracle:
         else:
             cal = self.tree.calibrate_flat(self._to_cells(x), overwrite=True)  # type: ignore[union-attr]  # exact: the tree exists
             mu = self._to_params(cal.flat_beliefs)
-            if self._clique_params is None:  # the tree's beliefs are not among the scopes': fisher(x) reads them
-                self._at = (np.array(x, dtype=float), cal)
-        if self.remember:
+        # kept for calibration() when asked, and for fisher(x) where the tree's beliefs are not among the scopes'
+        if self.remember or (self._gather is None and self._clique_params is None):
             self._last = (np.array(x, dtype=float), cal, mu)
         return cal.log_z, mu
 
     remember = False  # keep the last calibration (``calibration`` reuses it): one more copy of the tree's beliefs
-    _at: tuple | None = None  # (x, calibration) of the last flat() whose tree beliefs are not among the scopes'
+    _last: tuple | None = None  # (x, calibration, mu) of the last flat(), when remembered or fisher(x) needs it
 
     def calibration(self, x: np.ndarray) -> "Calibration":
         """The calibration of parameters ``x`` on the oracle's tree (exact oracles): the last one
@@ -414,7 +413,7 @@ class MarginalOracle:
         >>> bool(np.isclose(cal.log_z, o.flat(shifted)[0]))
         True
         """
-        last = getattr(self, "_last", None)
+        last = self._last if self.remember else None
         if last is not None and last[0].shape == x.shape:
             d = np.asarray(x, dtype=float) - last[0]
             if float(np.abs(self.gauge.project(d)).max()) <= 1e-12 * max(1.0, float(np.abs(x).max())):
