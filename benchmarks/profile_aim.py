@@ -42,8 +42,8 @@ def _count_tree_work() -> None:
     """Count every Fisher product and calibration on a junction tree (wrapping the two methods)."""
     fisher, calibrate = JunctionTree.fisher, JunctionTree.calibrate_flat
 
-    def counted_fisher(self, beliefs):
-        product = fisher(self, beliefs)
+    def counted_fisher(self, beliefs, **options):
+        product = fisher(self, beliefs, **options)
 
         def apply(v, **kwargs):
             COUNTS["products"] += 1

@@ -46,3 +46,24 @@ def test_a_decorated_solver_keeps_its_answer():
     joint = np.exp(fit.model.joint_log_table())
     assert np.allclose(joint / joint.sum(), t, atol=1e-7)  # the MLE of one full table is the table
     assert fit_marginals.__name__ == "fit_marginals" and "targets" in fit_marginals.__doc__
+
+
+def test_thread_map_keeps_order_raises_and_inherits_the_limit():
+    import threading
+
+    from ppgm.core.blas_threads import thread_map
+    main = threading.get_ident()
+    out = thread_map(lambda k: (k * k, threading.get_ident()), range(5), workers=3)
+    assert [v for v, _ in out] == [0, 1, 4, 9, 16] and any(t != main for _, t in out)
+    assert thread_map(lambda k: threading.get_ident(), [1, 2], workers=1) == [main, main]  # one worker: no pool
+
+    def boom(k):
+        if k == 2:
+            raise ValueError("item 2")
+        return k
+    with pytest.raises(ValueError, match="item 2"):
+        thread_map(boom, range(4), workers=2)
+    from ppgm.core.blas_threads import _state
+    flag = lambda _: getattr(_state, "inside", False)  # noqa: E731
+    assert one_blas_thread(lambda: thread_map(flag, range(2), workers=2))() == [True, True]  # inside the caller's limit
+    assert thread_map(flag, range(2), workers=2) == [False, False]

@@ -301,11 +301,11 @@ def test_scaled_schedule_beyond_the_range_bound_checks_its_products():
         plan = jt._plan()
         tops, lows = np.maximum.reduceat(psi, plan["starts"]), np.minimum.reduceat(psi, plan["starts"])
         assert float((tops - lows).sum()) > SCALED_RANGE
-        cal = jt.calibrate_flat(psi)
-        assert ("flat_logs" not in cal._cache) == scaled
-        assert cal.log_z == pytest.approx(brute_log_z(model), rel=1e-13)
-        for scope in model.scopes:
-            np.testing.assert_allclose(cal.marginal(scope).values, brute_marginal(model, scope), atol=1e-13)
+        for cal in (jt.calibrate_flat(psi), jt.calibrate_flat(psi.copy(), overwrite=True)):  # the fallback reads psi
+            assert ("flat_logs" not in cal._cache) == scaled
+            assert cal.log_z == pytest.approx(brute_log_z(model), rel=1e-13)
+            for scope in model.scopes:
+                np.testing.assert_allclose(cal.marginal(scope).values, brute_marginal(model, scope), atol=1e-13)
     bounds = zip(plan["starts"], plan["sizes"], plan["shapes"])
     E = np.exp(psi - np.repeat(tops, plan["sizes"]))
     with pytest.raises(ValueError, match="zero probability"):  # what the unchecked scaled schedule would say
@@ -313,7 +313,7 @@ def test_scaled_schedule_beyond_the_range_bound_checks_its_products():
     # after a fallback the tree waits SCALED_WAIT calibrations in log space before it tries again
     import ppgm.inference.junction_tree as jtm
     again = jt.calibrate_flat(psi * 0.5)  # above the bound, and within range: the scaled schedule would do
-    assert "flat_logs" in again._cache and plan["scaled_wait"] == jtm.SCALED_WAIT - 1
+    assert "flat_logs" in again._cache and plan["scaled_wait"] == jtm.SCALED_WAIT - 2  # (the overwriting call waited one)
 
 
 @settings(max_examples=60, deadline=None)
@@ -323,10 +323,17 @@ def test_flat_calibration_is_exact_at_any_range(s1, s2, s3, seed):
     schedule it takes (scaled under the bound, scaled and checked above it, log space when a check fails)."""
     rng = np.random.default_rng(seed)
     model = _chain_with_tables([s * rng.random((3, 3)) for s in (s1, s2, s3)])
-    cal = JunctionTree.build(model.domain, model.scopes).calibrate(model)
-    assert cal.log_z == pytest.approx(brute_log_z(model), rel=1e-12, abs=1e-12)
-    for scope in model.scopes:
-        np.testing.assert_allclose(cal.marginal(scope).values, brute_marginal(model, scope), atol=1e-12)
+    jt = JunctionTree.build(model.domain, model.scopes)
+    psi = np.concatenate([p.ravel() for p in jt._potentials(model)])
+    kept = psi.copy()
+    cal = jt.calibrate(model)
+    scratch = jt.calibrate_flat(psi.copy(), overwrite=True)  # the caller's array may become the beliefs
+    assert jt.calibrate_flat(psi).log_z == cal.log_z and np.array_equal(psi, kept)  # psi untouched without overwrite
+    for c in (cal, scratch):
+        assert c.log_z == pytest.approx(brute_log_z(model), rel=1e-12, abs=1e-12)
+        for scope in model.scopes:
+            np.testing.assert_allclose(c.marginal(scope).values, brute_marginal(model, scope), atol=1e-12)
+        np.testing.assert_allclose(c.flat_beliefs, np.concatenate([b.ravel() for b in c.beliefs]), rtol=0, atol=0)
 
 
 def test_flat_calibration_bad_input():
@@ -453,14 +460,17 @@ def _tree_model(n, k, seed, extra_edges=()):
 def test_exact_fisher_product_is_the_covariance_of_the_clique_indicators(model):
     """F v from the tree's two passes, level by level and clique by clique, against the covariance of the
     junction tree's clique indicators, by enumeration (loopy graphs, several levels, forests, potentials of
-    any scale)."""
+    any scale); uncentred, the weighted cells and E[g] that give it."""
     jt = JunctionTree.build(model.domain, model.scopes)
     cal = jt.calibrate(model)
-    mean, cov = indicator_moments(model, jt.cliques)
-    np.testing.assert_allclose(cal.flat_beliefs, mean, atol=1e-10)
+    mean_enum, cov = indicator_moments(model, jt.cliques)
+    np.testing.assert_allclose(cal.flat_beliefs, mean_enum, atol=1e-10)
     v = np.random.default_rng(0).normal(size=jt.cells)
     for product in (jt.fisher, jt._fisher_levels, jt._fisher_cliques):
         np.testing.assert_allclose(product(cal.flat_beliefs)(v), cov @ v, atol=1e-10)
+        w, mean = product(cal.flat_beliefs, centred=False)(v)  # uncentred: F v = w - E[g] mu
+        np.testing.assert_allclose(w - mean * cal.flat_beliefs, cov @ v, atol=1e-10)
+        assert mean == pytest.approx(float(mean_enum @ v), abs=1e-10)  # E[g] = sum over cliques <mu_C, v_C>
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

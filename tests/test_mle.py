@@ -190,6 +190,27 @@ def test_oracle_fisher_and_its_tree_inverse_match_enumeration(name):
     np.testing.assert_allclose(cov @ g.project(J(r)), r, atol=1e-9)
 
 
+@pytest.mark.parametrize("name", list(_layouts()))
+def test_oracle_fisher_on_whole_clique_arrays_and_planned_maps_matches_enumeration(name, monkeypatch):
+    """The oracle's product with the tree's clique-by-clique path (uncentred cells, centred on the scopes by
+    their marginals) and the scopes mapped by planned axis sums, forced on these small cliques: against the
+    enumerated covariance, at the point's marginals and from a calibration of its own."""
+    import ppgm.inference.junction_tree as jtm
+    import ppgm.learners.mle as mle
+    monkeypatch.setattr(jtm, "SCALED_MIN_CELLS", 1)
+    monkeypatch.setattr(mle, "PLAN_CELLS", 1)
+    model = _layouts()[name]
+    oracle = MarginalOracle(model.domain, model.scopes)
+    P = oracle.params
+    x = P.join([f.values for f in model.factors])
+    _, cov = indicator_moments(model, P.scopes)
+    v = np.random.default_rng(2).normal(size=P.size)
+    _, mu = oracle.flat(x)
+    for product in (oracle.fisher(x, mu), oracle.fisher(x)):
+        np.testing.assert_allclose(product(v), cov @ v, atol=1e-12)
+        np.testing.assert_allclose(product(2 * v), 2 * (cov @ v), atol=1e-12)  # a second call on the kept scratch
+
+
 def test_oracle_fisher_reads_the_last_calibration_at_its_point(monkeypatch):
     """Pairs inside the third-order chain's 4-cliques (the tree's beliefs are not among the scopes'):
     fisher(x) right after flat(x) reuses that calibration, after flat at another point it calibrates

@@ -247,3 +247,44 @@ def test_an_unknown_criterion_is_refused_by_name():
     ms = _release(truth, 1000, 2.0, seed=1)
     with pytest.raises(ValueError, match="criterion"):
         naive_mle(truth.domain, ms, criterion="l1")
+
+
+def test_refits_on_threads_choose_as_one_after_the_other(monkeypatch):
+    """A weight's simulated releases refitted side by side on threads (sharing one oracle, whose last
+    calibration is each thread's own) give the same candidates and scores, bit for bit, as in turn; the
+    pool is really used (the refits ran on other threads)."""
+    import threading
+
+    from ppgm.learners.cgm import Pilot
+    from ppgm.learners.mle import MarginalOracle
+    import ppgm.inference.junction_tree as jtm
+    monkeypatch.setattr(jtm, "SCALED_MIN_CELLS", 1)  # the clique-by-clique product and the scaled schedule
+    truth = third_order_chain(5, 3, seed=2)
+    N = 3000.0
+    ys = _release(truth, int(N), 4.0, 3)
+    oracle = MarginalOracle(truth.domain, [tuple(m.variables) for m in ys])
+    assert oracle._clique_params is None  # Newton's products read the thread's last calibration
+    pilot = Pilot.of(truth.domain, ys, N, oracle=oracle)
+    seen, lock, calls = set(), threading.Lock(), []
+    calibrate = jtm.JunctionTree.calibrate_flat
+
+    def counted(self, *a, **k):
+        with lock:
+            calls[-1] += 1
+        return calibrate(self, *a, **k)
+    monkeypatch.setattr(jtm.JunctionTree, "calibrate_flat", counted)
+
+    def refit(rs, l2, init):
+        seen.add(threading.get_ident())
+        return pilot.refit(rs, l2, init)
+
+    runs = []
+    for t in (False, True):
+        calls.append(0)
+        runs.append(choose_l2(ys, N, refit, pilot.model, upper=0.05, seed=4, score=pilot.score, threads=t,
+                              simulate=lambda r: simulated_release(pilot.model, ys, N, r, pilot.calibration)))
+    assert len(seen) > 1
+    assert calls[0] == calls[1] > 0  # no thread calibrated again for a product because another's calibration came between
+    np.testing.assert_array_equal(runs[0].candidates, runs[1].candidates)
+    np.testing.assert_array_equal(runs[0].scores, runs[1].scores)
+    assert runs[0].value == runs[1].value

@@ -8,13 +8,19 @@ process busy): conjugate gradients' own time (its dot products and vector update
 OpenBLAS's two threads against 0.37 s with one, and the whole fit 19.5 s against 9.7 s
 (``docs/explain/inference.md``, "Where the time goes"). The limit holds only while a decorated function runs (nested calls check a flag
 and pay nothing); large matrix products elsewhere keep every thread.
+
+:func:`thread_map` runs independent refits side by side (the release rules' simulated releases): numpy
+and the junction tree's passes release the GIL on arrays of millions of cells, so on two cores two
+refits take about 1.3-1.4x less time than one after the other. Its workers inherit the caller's limit.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import threading
-from typing import Any, Callable, TypeVar
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,3 +67,42 @@ def one_blas_thread(fn: F) -> F:
             _state.inside = False
 
     return wrapper  # type: ignore[return-value]
+
+
+def thread_map(fn: Callable, items: Sequence, workers: int | None = None) -> list:
+    """``[fn(item) for item in items]``, the calls on threads (results in order; the first exception
+    raised is re-raised). Workers inside a :func:`one_blas_thread` call stay inside it. One thread, no
+    pool, when there is one item or one core.
+
+    The calls must not share mutable state (ppgm's oracles keep their per-call state per thread).
+    With more items than cores the threads share the cores: throughput, not latency, is what counts.
+
+    Parameters
+    ----------
+    fn : callable
+    items : sequence
+    workers : int, optional
+        Threads (default: one per item, when the machine has more than one core).
+
+    Returns
+    -------
+    list
+
+    Examples
+    --------
+    >>> thread_map(lambda k: k * k, [1, 2, 3])
+    [1, 4, 9]
+    """
+    items = list(items)
+    if workers is None:
+        workers = len(items) if (os.cpu_count() or 1) > 1 else 1
+    if workers <= 1 or len(items) <= 1:
+        return [fn(item) for item in items]
+    inside = getattr(_state, "inside", False)
+
+    def run(item):
+        _state.inside = inside
+        return fn(item)
+
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return list(pool.map(run, items))

@@ -454,7 +454,7 @@ def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying |
     rng = as_generator(seed)
     first = choose_l2(ms, N, pilot.refit, pilot.model, upper=STEP * calibrated, lower=1.0 / N, n_boot=n_boot, seed=rng,
                       score=pilot.score, simulate=lambda r: simulated_release(pilot.model, ms, N, r, pilot.calibration),
-                      start=pilot.start)
+                      start=pilot.start, threads=True)
     first = replace(first, criterion=pilot.criterion)
     if not correct or not first.decided or first.value <= (1 + 1e-9) / N:
         return first  # at the floor the correction cannot move it: the second level's weight is at least the floor
@@ -472,7 +472,7 @@ def release_l2(domain: Domain, ms: Sequence[Measurement], N: float, tie: Tying |
         second = choose_l2(ms, N, pilot.refit, pilot.model, upper=first.value * STEP, lower=1.0 / N,
                            n_boot=n_boot, seed=rng,
                            score=[p.score for p in seconds],
-                           simulate=lambda r: simulated_release((p := next(draws)).model, ms, N, r, p.calibration))
+                           simulate=lambda r: simulated_release((p := next(draws)).model, ms, N, r, p.calibration), threads=True)
     return extrapolate(first, second, lower=1.0 / N)
 
 

@@ -30,6 +30,7 @@ Tied tables (``ppgm.models.tying``) are fitted by the same Newton method on the 
 
 from __future__ import annotations
 
+import threading
 import warnings
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -137,6 +138,7 @@ class MarginalOracle:
     def __init__(self, domain: Domain, scopes: Sequence[tuple], max_cells: int | None = DEFAULT_MAX_CELLS,
                  tree: JunctionTree | None = None):
         self.params = _Parameters(domain, scopes)
+        self._local = threading.local()  # the last calibration is each thread's own (refits may share an oracle)
         self.tree: JunctionTree | None
         if tree is not None:  # a tree already built (and planned) whose cliques hold every scope
             if tree.domain != domain or any(tree.find_home(s) is None for s in self.params.scopes):
@@ -222,15 +224,25 @@ class MarginalOracle:
             F = tree.fisher((np.asarray(mu) if mu is not None else self.flat(x)[1])[param_of_cell])  # type: ignore[union-attr]
             return lambda v: F(v[param_of_cell], overwrite=True)[cell_of_param]
         if mu is not None and self._clique_params is not None:  # every clique a scope: its cells are the beliefs
-            F = tree.fisher(np.asarray(mu)[self._clique_params])  # type: ignore[union-attr]
+            beliefs = np.asarray(mu)[self._clique_params]
         else:
             last = self._last
             if last is not None and last[0].shape == np.shape(x) and np.array_equal(last[0], x):
-                cal = last[1]
+                beliefs, mu = last[1].flat_beliefs, last[2]
             else:
-                cal = tree.calibrate_flat(self._to_cells(x))  # type: ignore[union-attr]  # exact: the tree exists
-            F = tree.fisher(cal.flat_beliefs)  # type: ignore[union-attr]
-        return lambda v: self._to_params(F(self._to_cells(v), overwrite=True))
+                beliefs = tree.calibrate_flat(self._to_cells(x)).flat_beliefs  # type: ignore[union-attr]  # exact
+                mu = None
+        mu_p = np.asarray(mu) if mu is not None else self._to_params(beliefs)
+        # the product's cells uncentred (w = beliefs * E[g | cell]); summed onto the scopes and centred there by
+        # their own marginals: F v = A (w - E[g] beliefs) = A w - E[g] mu
+        F = tree.fisher(beliefs, centred=False)  # type: ignore[union-attr]
+
+        def product(v: np.ndarray) -> np.ndarray:
+            w, mean = F(self._to_cells(v), overwrite=True)
+            out = self._to_params(w)
+            out -= mean * mu_p
+            return out
+        return product
 
     @property
     def tree_inverse(self) -> bool:
@@ -395,7 +407,15 @@ class MarginalOracle:
         return cal.log_z, mu
 
     remember = False  # keep the last calibration (``calibration`` reuses it): one more copy of the tree's beliefs
-    _last: tuple | None = None  # (x, calibration, mu) of the last flat(), when remembered or fisher(x) needs it
+
+    @property
+    def _last(self) -> tuple | None:
+        """(x, calibration, mu) of this thread's last flat(), when remembered or fisher(x) needs it."""
+        return getattr(self._local, "last", None)
+
+    @_last.setter
+    def _last(self, value: tuple | None) -> None:
+        self._local.last = value
 
     def calibration(self, x: np.ndarray) -> "Calibration":
         """The calibration of parameters ``x`` on the oracle's tree (exact oracles): the last one

