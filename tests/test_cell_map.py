@@ -81,6 +81,9 @@ def test_short_inner_axes_take_every_path():
     red.add_to_params(y, got)
     np.testing.assert_allclose(got, want_params, atol=1e-12)
     np.testing.assert_allclose(red.to_cells(x), want_cells, atol=1e-12)
+    out = np.full(480, np.nan)  # written in place: the root's first term spread into it, the others added
+    assert red.to_cells(x, out) is out
+    np.testing.assert_allclose(out, want_cells, atol=1e-12)
     assert abs(got[37] - y.sum()) < 1e-9  # the empty scope sums every cell
 
 

@@ -131,24 +131,44 @@ class CliqueReduction:
     def to_cells(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """The clique's flat cells: each cell sums the parameters of the homed scopes' cells it lies in
         (written into ``out``, a flat slice of the clique's size, when given)."""
-        t = self._up(self.root, x)
         if out is None:
-            return np.ascontiguousarray(t).reshape(-1)
-        np.copyto(out.reshape(self.shape), t)
+            return np.ascontiguousarray(self._up(self.root, x)).reshape(-1)
+        self._up(self.root, x, out.reshape(self.shape))
         return out
 
-    def _up(self, node: _Node, x: np.ndarray) -> np.ndarray:
+    def _up(self, node: _Node, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The node's table from the parameters; at the root, accumulated in the caller's ``out`` (its
+        first term written there, the others added in place: no table-sized temporaries kept)."""
         if node.matrix is not None:
             idx, _, Mt = node.matrix
-            return (Mt @ x[idx]).reshape(node.shape)
+            t = (Mt @ x[idx]).reshape(node.shape)
+            if out is None:
+                return t
+            np.copyto(out, t)
+            return out
         t = None
         for start, stop, sshape, _, back in node.leaf_ops:
             leaf = x[start:stop].reshape(sshape).transpose(back)
-            t = leaf.copy() if t is None else t + leaf
+            if t is None:
+                t = leaf.copy() if out is None else _put(out, leaf)
+            else:
+                t += leaf
         for steps, child in node.ops:
-            c = spread_steps(self._up(child, x), steps, node.shape)
-            t = c if t is None else t + c
-        return np.zeros(node.shape) if t is None else t
+            small = self._up(child, x)
+            if t is None:
+                t = spread_steps(small, steps, node.shape, out)
+                if not t.flags.writeable:  # a broadcast view (a summed axis of one state): a table of its own
+                    t = t.copy()
+            else:
+                t += spread_steps(small, steps, node.shape)
+        if t is None:
+            return np.zeros(node.shape) if out is None else _put(out, 0.0)
+        return t
+
+
+def _put(out: np.ndarray, value) -> np.ndarray:
+    np.copyto(out, value)
+    return out
 
 
 SMALL_INNER = 16  # below this many cells after the summed axis, a sum is one matrix product (BLAS) with 0/1 blocks
@@ -165,11 +185,18 @@ def _sum_out(t: np.ndarray, A: int, K: int, B: int, small: tuple) -> np.ndarray:
     return np.einsum("akb->ab", t.reshape(A, K, B)).reshape(small)
 
 
-def _spread(c: np.ndarray, A: int, K: int, B: int, big: tuple) -> np.ndarray:
-    """The adjoint of :func:`_sum_out`: ``c`` (A x B) repeated K times along the middle axis."""
+def _spread(c: np.ndarray, A: int, K: int, B: int, big: tuple, out: np.ndarray | None = None) -> np.ndarray:
+    """The adjoint of :func:`_sum_out`: ``c`` (A x B) repeated K times along the middle axis (written into
+    ``out``, a C-contiguous array of ``big``'s size, when given)."""
     if B <= SMALL_INNER and A > 1:
-        return (c.reshape(A, B) @ _blocks(K, B).T).reshape(big)
-    return np.broadcast_to(c.reshape(A, 1, B), (A, K, B)).reshape(big)
+        if out is None:
+            return (c.reshape(A, B) @ _blocks(K, B).T).reshape(big)
+        np.matmul(c.reshape(A, B), _blocks(K, B).T, out=out.reshape(A, K * B))
+        return out.reshape(big)
+    if out is None:
+        return np.broadcast_to(c.reshape(A, 1, B), (A, K, B)).reshape(big)
+    np.copyto(out.reshape(A, K, B), c.reshape(A, 1, B))
+    return out.reshape(big)
 
 
 _BLOCKS: dict = {}
@@ -216,12 +243,16 @@ def sum_steps(t: np.ndarray, steps: list) -> np.ndarray:
     return t
 
 
-def spread_steps(c: np.ndarray, steps: list, shape: Sequence[int]) -> np.ndarray:
+def spread_steps(c: np.ndarray, steps: list, shape: Sequence[int], out: np.ndarray | None = None) -> np.ndarray:
     """The adjoint of :func:`sum_steps`: ``c`` (the summed table, any layout of its cells) repeated back to
-    ``shape`` along the summed axes, the steps in reverse (:func:`_spread` each)."""
+    ``shape`` along the summed axes, the steps in reverse (:func:`_spread` each); the last step written
+    into ``out`` (C-contiguous, ``shape``'s size) when given."""
     t = np.asarray(c).reshape(steps[-1][3] if steps else tuple(shape))
-    for A, K, B, _, big in reversed(steps):
-        t = _spread(t, A, K, B, big)
+    for k, (A, K, B, _, big) in enumerate(reversed(steps)):
+        t = _spread(t, A, K, B, big, out if k == len(steps) - 1 else None)
+    if out is not None and not steps:
+        np.copyto(out.reshape(t.shape), t)
+        return out.reshape(t.shape)
     return t
 
 
