@@ -236,9 +236,14 @@ class MarginalOracle:
         # the product's cells uncentred (w = beliefs * E[g | cell]); summed onto the scopes and centred there by
         # their own marginals: F v = A (w - E[g] beliefs) = A w - E[g] mu
         F = tree.fisher(beliefs, centred=False)  # type: ignore[union-attr]
+        # the cells of every product in one array where the maps allow it: a fresh array of millions of cells
+        # costs a page fault per 4 kB on first touch (CHILD's 9.7 million-cell tree: 73 against 67 ms a product)
+        scratch: list = []
 
         def product(v: np.ndarray) -> np.ndarray:
-            w, mean = F(self._to_cells(v), overwrite=True)
+            if not scratch and self._rows.size == 0 and self._At is None:
+                scratch.append(np.empty(self._n_cells))
+            w, mean = F(self._to_cells(v, out=scratch[0] if scratch else None), overwrite=True)
             out = self._to_params(w)
             out -= mean * mu_p
             return out
@@ -441,13 +446,19 @@ class MarginalOracle:
         psi = self._to_cells(x) if self._gather is None else x[self._gather[1]]
         return self.tree.calibrate_flat(psi)  # type: ignore[union-attr]  # exact: the tree exists
 
-    def _to_cells(self, x: np.ndarray) -> np.ndarray:
-        """Clique log-potentials from parameters: each cell sums the parameters of the scopes' cells it lies in."""
+    def _to_cells(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Clique log-potentials from parameters: each cell sums the parameters of the scopes' cells it lies in.
+        ``out``: a scratch array of the cells' length, used when every scope is homed in a planned clique (the
+        sparse and bincount maps make their own array; copying it over would cost a pass)."""
         if self._At is not None:
             y = self._At @ x
         elif self._rows.size:
             y = np.bincount(self._cols, weights=x[self._rows], minlength=self._n_cells)
-        else:  # every scope homed in a planned clique
+        elif out is not None:  # only the cliques that home no scope need zeros
+            y = out
+            if sum(b - a for a, b, _ in self._planned) < self._n_cells:
+                y.fill(0.0)
+        else:
             y = np.zeros(self._n_cells)
         for a, b, red in self._planned:  # no other scope is homed in a planned clique: its cells are all here
             red.to_cells(x, y[a:b])
