@@ -13,6 +13,7 @@ clique of 1.6 million cells homing several pairs and one-way tables) are where t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Sequence
@@ -217,23 +218,29 @@ def _blocks(k: int, b: int) -> np.ndarray:
     return _BLOCKS[(k, b)]
 
 
-def axis_steps(shape: Sequence[int], axes: Sequence[int]) -> list:
+def axis_steps(shape: Sequence[int], axes: Sequence[int]) -> tuple:
     """The single-axis sums that take a table of ``shape`` to its sum over ``axes``, outermost axis first
     (the cheapest pass shrinks the table first): per step ``(A, K, B, shape after, shape before)``, the
-    table viewed as A x K x B and summed over K.
+    table viewed as A x K x B and summed over K. Remembered per shape and axes (the tree's passes ask
+    for the same few thousands of times).
 
     Examples
     --------
     >>> axis_steps((2, 3, 4), (0, 2))
-    [(1, 2, 12, (3, 4), (2, 3, 4)), (3, 4, 1, (3,), (3, 4))]
+    ((1, 2, 12, (3, 4), (2, 3, 4)), (3, 4, 1, (3,), (3, 4)))
     """
-    steps, cur = [], tuple(int(k) for k in shape)
-    for i, axis in enumerate(sorted(axes)):
+    return _axis_steps(tuple(int(k) for k in shape), tuple(sorted(int(a) for a in axes)))
+
+
+@lru_cache(maxsize=8192)
+def _axis_steps(shape: tuple, axes: tuple) -> tuple:
+    steps, cur = [], shape
+    for i, axis in enumerate(axes):
         a = axis - i
         small = cur[:a] + cur[a + 1:]
-        steps.append((int(np.prod(cur[:a])), cur[a], int(np.prod(cur[a + 1:])), small, cur))
+        steps.append((math.prod(cur[:a]), cur[a], math.prod(cur[a + 1:]), small, cur))
         cur = small
-    return steps
+    return tuple(steps)
 
 
 def sum_steps(t: np.ndarray, steps: list) -> np.ndarray:
