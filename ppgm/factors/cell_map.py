@@ -243,14 +243,14 @@ def _axis_steps(shape: tuple, axes: tuple) -> tuple:
     return tuple(steps)
 
 
-def sum_steps(t: np.ndarray, steps: list) -> np.ndarray:
+def sum_steps(t: np.ndarray, steps: Sequence) -> np.ndarray:
     """``t`` summed by :func:`axis_steps`' steps (:func:`_sum_out` each)."""
     for A, K, B, small, _ in steps:
         t = _sum_out(t, A, K, B, small)
     return t
 
 
-def spread_steps(c: np.ndarray, steps: list, shape: Sequence[int], out: np.ndarray | None = None) -> np.ndarray:
+def spread_steps(c: np.ndarray, steps: Sequence, shape: Sequence[int], out: np.ndarray | None = None) -> np.ndarray:
     """The adjoint of :func:`sum_steps`: ``c`` (the summed table, any layout of its cells) repeated back to
     ``shape`` along the summed axes, the steps in reverse (:func:`_spread` each); the last step written
     into ``out`` (C-contiguous, ``shape``'s size) when given."""
