@@ -69,8 +69,8 @@ NETWORKS = {"child": "child", "insurance": "insurance"}  # data sets drawn from 
 KL_DRAWS, KL_SEED = 50_000, 77  # fresh records from the network for the KL estimate
 LOG = Path(__file__).with_name("aim_runs.jsonl")
 PHASES = ("sizes", "scores", "refit")  # the rounds' parts (ppgm.synthesis.aim.AIMRun.history's seconds)
-ENGINE = "threaded rule"  # runs whose naive-weight rule refits its simulated releases side by side on threads
-ENGINES = {ENGINE: "", "array products": " (serial weight rule)", "proportional-fitting start": " (index-array products)", "gauge E-step": " (zero-start refits)",
+ENGINE = "sizes in a worker"  # runs whose size checks are shared with a worker process during the refits
+ENGINES = {ENGINE: "", "threaded rule": " (size checks in the round)", "array products": " (serial weight rule)", "proportional-fitting start": " (index-array products)", "gauge E-step": " (zero-start refits)",
            "scope tree": " (diagonal E-step)",
            "settled": " (Jacobi refits)"}  # earlier engines' rows; logged runs without one refitted to convergence
 CONVERGED = " (refits to convergence)"
@@ -220,6 +220,8 @@ def table(rows: list[dict]) -> str:
                  "instead of the scopes' tree; \"(diagonal E-step)\": runs whose CGM-EM E-steps on grown trees were "
                  "preconditioned by the diagonal alone (no gauge term); \"(zero-start refits)\" and every label above: runs "
                  "whose refits between rounds started the measured table at zero, not at its proportional-fitting update; "
+                 "\"(size checks in the round)\" and every label above: runs whose rounds made every size check themselves, "
+                 "with no worker process; "
                  "\"(serial weight rule)\" and every label above: runs whose naive-weight rule refitted its simulated releases "
                  "one after the other, and whose Fisher products and calibrations on large trees made one or two more passes "
                  "over the cells (a weighted copy of each clique, a concatenated copy of the beliefs); "

@@ -289,3 +289,35 @@ def test_the_measured_table_starts_at_its_proportional_fitting_update():
     for scope in ipf.model.scopes:
         np.testing.assert_allclose(cal_ipf.marginal(list(scope)).values, cal_zero.marginal(list(scope)).values,
                                    atol=2 * 0.05 * 3.0 / n)  # both within the final refit's tolerance
+
+
+def test_size_checks_made_in_a_worker_process_leave_the_rounds_unchanged(monkeypatch):
+    """The next round's size checks, made in a worker process during the refit, give the rounds the same
+    offered candidates, picks and models as the checks made in the round (one core: no worker); the
+    worker's sizes were really read, and the size cap bound some rounds."""
+    rng = np.random.default_rng(5)
+    d = 8
+    dom = Domain(tuple(f"X{i}" for i in range(d)), tuple(int(c) for c in rng.integers(2, 5, d)))
+    x = np.stack([rng.integers(0, c, 3000) for c in dom.cards], 1)
+    x[:, 1] = np.where(rng.random(3000) < 0.7, x[:, 0] % dom.cards[1], x[:, 1])
+    workload = list(combinations(dom.variables, 3))
+    used = []
+    collect = aim_module._SizesAhead.collect
+
+    def spy(self, scopes, sizes):
+        before = len(sizes.seen)
+        collect(self, scopes, sizes)
+        used.append(len(sizes.seen) - before)
+    monkeypatch.setattr(aim_module._SizesAhead, "collect", spy)
+    runs = []
+    for cores in (1, 2):
+        monkeypatch.setattr(aim_module.os, "cpu_count", lambda cores=cores: cores)
+        used.clear()
+        runs.append(_run(x, dom, workload, 1.0, seed=2, max_cells=3000))
+        assert (sum(used) > 0) == (cores > 1)
+    one, two = runs
+    assert [s.clique for s in one.selected] == [s.clique for s in two.selected]
+    assert [h["candidates"] for h in one.history] == [h["candidates"] for h in two.history]
+    assert any(h["candidates"] < len(closure(workload)) for h in one.history[1:])  # the cap left candidates out
+    for a, b in zip(one.model.factors, two.model.factors):
+        np.testing.assert_array_equal(a.values, b.values)
