@@ -291,6 +291,7 @@ def test_the_measured_table_starts_at_its_proportional_fitting_update():
                                    atol=2 * 0.05 * 3.0 / n)  # both within the final refit's tolerance
 
 
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="the worker is forked on Linux only")
 def test_size_checks_made_in_a_worker_process_leave_the_rounds_unchanged(monkeypatch):
     """The next round's size checks, made in a worker process during the refit, give the rounds the same
     offered candidates, picks and models as the checks made in the round (one core: no worker); the

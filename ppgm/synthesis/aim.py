@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import sys
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
@@ -152,13 +153,15 @@ class _SizesAhead:
     where the round takes the chunks the worker has not reached, from the back, while the worker
     finishes from the front. CHILD's 3-way workload: 51,280 eliminations, 24 s of a release's rounds. The
     worker runs the same function on the same scopes, so the sizes, and the rounds, are the same; with
-    one core, or no worker, the round checks its candidates itself as before."""
+    one core, off Linux, or with no worker (a daemonic process), the round checks its candidates itself."""
 
     CHUNKS = 16  # pieces of a round's checks (the round and the worker meet in the middle)
 
     def __init__(self, domain: Domain, candidates: Sequence[tuple]):
         self.domain, self.candidates = domain, list(candidates)
-        self.enabled = (os.cpu_count() or 1) > 1
+        # a forked worker only (Linux): a spawned one would import the caller's script again, and fork is
+        # unsafe with macOS's system libraries
+        self.enabled = (os.cpu_count() or 1) > 1 and sys.platform.startswith("linux")
         self.pool: ProcessPoolExecutor | None = None
         self.pending: tuple | None = None
 
@@ -181,8 +184,7 @@ class _SizesAhead:
         chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
         try:
             if self.pool is None:
-                methods = multiprocessing.get_all_start_methods()
-                self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork" if "fork" in methods else None))
+                self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
             args = (tuple(self.domain.variables), tuple(self.domain.cards), list(scopes))
             futures = [(chunk, self.pool.submit(_sizes_of, *args, chunk)) for chunk in chunks]
         except Exception:  # no worker here (a daemonic process, no process support): the rounds check themselves
