@@ -231,7 +231,6 @@ class MarginalOracle:
                 beliefs, mu = last[1].flat_beliefs, last[2]
             else:
                 beliefs = tree.calibrate_flat(self._to_cells(x)).flat_beliefs  # type: ignore[union-attr]  # exact
-                mu = None
         mu_p = np.asarray(mu) if mu is not None else self._to_params(beliefs)
         # the product's cells uncentred (w = beliefs * E[g | cell]); summed onto the scopes and centred there by
         # their own marginals: F v = A (w - E[g] beliefs) = A w - E[g] mu
