@@ -721,7 +721,7 @@ class JunctionTree:
                 if parent[i] >= 0:
                     axes = plan["child_sum"][i]
                     w = np.multiply(mus[i], e[i], out=scratch[0][:e[i].size].reshape(e[i].shape))
-                    up[i] = (_sum(w, axes) if axes else w.copy()) * inv[i]
+                    up[i] = (_sum(w, axes) if axes else w) * inv[i]  # (a new array: w is the scratch)
             mean = float(np.vdot(mus[root], e[root]))  # E[g]
             for i in order:  # root outwards: e becomes E[g | clique cell], then weighted by the belief in place
                 e[i] *= mus[i]

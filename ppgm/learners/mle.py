@@ -183,6 +183,7 @@ class MarginalOracle:
                 row_parts.append(rows)
                 col_parts.append(cells[i] + np.arange(sizes[i]))
         self._planned = [(int(cells[i]), int(cells[i + 1]), CliqueReduction(shapes[i], sc)) for i, sc in sorted(by_clique.items())]
+        self._planned_cells = sum(b - a for a, b, _ in self._planned)  # all cells: no zeros needed around them
         # the parameter holding each cell when every clique is one of the scopes (the others its subsets):
         # Newton's steps are then preconditioned by the tree's exact inverse Fisher information
         self._clique_params = (np.concatenate([whole[i] for i in range(len(t.cliques))]).astype(np.intp)
@@ -455,7 +456,7 @@ class MarginalOracle:
             y = np.bincount(self._cols, weights=x[self._rows], minlength=self._n_cells)
         elif out is not None:  # only the cliques that home no scope need zeros
             y = out
-            if sum(b - a for a, b, _ in self._planned) < self._n_cells:
+            if self._planned_cells < self._n_cells:
                 y.fill(0.0)
         else:
             y = np.zeros(self._n_cells)

@@ -123,10 +123,14 @@ class _Sizes:
     def edges(self, scope: Sequence) -> frozenset:
         return frozenset(combinations(sorted(self.pos[v] for v in scope), 2))
 
+    def graph_of(self, scopes: list) -> frozenset:
+        """The model's edges, as position pairs."""
+        return frozenset().union(*(self.edges(c) for c in scopes))
+
     def model(self, scopes: list) -> None:
         """The model's scopes this round."""
         self.scopes = list(scopes)
-        graph = frozenset().union(*(self.edges(c) for c in scopes))
+        graph = self.graph_of(scopes)
         if graph != self.graph:
             self.graph, self.seen = graph, {}
 
@@ -169,7 +173,7 @@ class _SizesAhead:
         """Start the checks of the model ``scopes`` for the candidates that no clique of it holds (one per
         set of edges the candidate adds: :class:`_Sizes` answers the others from it)."""
         self.pending = None
-        graph = frozenset().union(*(sizes.edges(c) for c in scopes))
+        graph = sizes.graph_of(scopes)
         if not self.enabled or graph == sizes.graph:
             return  # (the same graph: the round's own cache holds them)
         cliques = [frozenset(c) for c in _elimination_cliques(self.domain, scopes)]
