@@ -1,5 +1,7 @@
 """The solvers run with one BLAS thread and give the caller's thread count back, even on an error."""
 
+import time
+
 import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
@@ -67,3 +69,41 @@ def test_thread_map_keeps_order_raises_and_inherits_the_limit():
     flag = lambda _: getattr(_state, "inside", False)  # noqa: E731
     assert one_blas_thread(lambda: thread_map(flag, range(2), workers=2))() == [True, True]  # inside the caller's limit
     assert thread_map(flag, range(2), workers=2) == [False, False]
+
+
+def test_halves_side_by_side_in_the_main_thread_only(monkeypatch):
+    """The second half on the helper thread while the first runs in the caller's (the main thread, several
+    cores); one after the other in any other thread and on one core; results in order, the helper waited
+    for when the first half raises, an error of the second re-raised, the caller's BLAS limit inherited."""
+    import os
+    import threading
+
+    from ppgm.core import blas_threads
+    from ppgm.core.blas_threads import _state, halves, thread_map
+    me = threading.get_ident()
+    ident = lambda k: (k, threading.get_ident())  # noqa: E731
+    if threading.current_thread() is threading.main_thread() and (os.cpu_count() or 1) > 1:
+        out = halves(ident, ["a", "b"])
+        assert [k for k, _ in out] == ["a", "b"] and out[0][1] == me and out[1][1] != me
+        assert one_blas_thread(lambda: halves(lambda _: getattr(_state, "inside", False), [0, 1]))() == [True, True]
+        done = []
+
+        def first_fails(k):
+            if k == 0:
+                raise ValueError("half 0")
+            time.sleep(0.05)
+            done.append(k)
+        with pytest.raises(ValueError, match="half 0"):
+            halves(first_fails, [0, 1])
+        assert done == [1]  # the helper's half finished before the error left
+        with pytest.raises(ValueError, match="half 1"):
+            halves(lambda k: (_ for _ in ()).throw(ValueError("half 1")) if k else k, [0, 1])
+        names = lambda: {t.name for t in threading.enumerate() if t.name.startswith("ppgm-halves")}  # noqa: E731
+        assert names()
+        blas_threads.stop_helper()  # before a fork: no helper thread left
+        assert not names() and halves(ident, [1, 2])[1][1] != me and names()  # the next call starts another
+    # in a worker thread (thread_map's, a caller's own): both halves there
+    (inner,) = thread_map(lambda _: (threading.get_ident(), halves(ident, [1, 2])), [0, 1], workers=2)[:1]
+    assert [t for _, t in inner[1]] == [inner[0]] * 2
+    monkeypatch.setattr(blas_threads.os, "cpu_count", lambda: 1)
+    assert halves(ident, [1, 2]) == [(1, me), (2, me)]

@@ -495,6 +495,56 @@ def test_fisher_product_with_parents_read_as_arrays_is_the_covariance(model):
         np.testing.assert_allclose(g, cov @ v, atol=1e-10)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_markov_networks(max_vars=5, max_card=3, max_scope=3, max_factors=5, allow_zeros=False), st.booleans())
+def test_passes_cut_in_halves_match_enumeration(model, blas_steps):
+    """Every clique cut in two halves of its first axis (forced here; on trees of millions of cells the halves
+    run side by side): the clique-by-clique Fisher product, centred and not, and the scaled calibration
+    against enumeration, with the separators that hold the clique's first variable cut alike and those
+    that do not summed from both halves (a stacked sum where it should be added, or the reverse, fails)."""
+    import ppgm.inference.junction_tree as jtm
+    old = jtm.SPLIT_CELLS, jtm.DENSE_PARENT
+    jtm.SPLIT_CELLS, jtm.DENSE_PARENT = 1, 1 if blas_steps else old[1]
+    try:
+        jt = JunctionTree.build(model.domain, model.scopes)
+        psi = np.concatenate([p.ravel() for p in jt._potentials(model)])
+        cal = jt._calibrate_scaled([np.exp(p - p.max()) for p in jt._potentials(model)],
+                                   [float(p.max()) for p in jt._potentials(model)])
+        flat = jt.calibrate_flat(psi.copy(), overwrite=True)
+        v = np.random.default_rng(0).normal(size=jt.cells)
+        fv = jt._fisher_cliques(flat.flat_beliefs)(v)
+        w, mean = jt._fisher_cliques(flat.flat_beliefs, centred=False)(v)
+        cut = any(len(jtm._row_halves(sh)) == 2 for sh in jt._plan()["shapes"])
+    finally:
+        jtm.SPLIT_CELLS, jtm.DENSE_PARENT = old
+    assert cut or all(model.domain.card(c[0]) < 2 for c in jt.cliques if c)
+    mean_enum, cov = indicator_moments(model, jt.cliques)
+    for c in (cal, flat):
+        assert c.log_z == pytest.approx(brute_log_z(model), abs=1e-10, rel=1e-12)
+        np.testing.assert_allclose(np.concatenate([b.ravel() for b in c.beliefs]), mean_enum, atol=1e-12)
+    np.testing.assert_allclose(fv, cov @ v, atol=1e-10)
+    np.testing.assert_allclose(w - mean * flat.flat_beliefs, cov @ v, atol=1e-10)
+    assert mean == pytest.approx(float(mean_enum @ v), abs=1e-10)
+
+
+def test_two_sides_cover_every_cell_once_in_balance():
+    """The exp's stretches for two threads: every cell in exactly one stretch with its clique's value, a large
+    clique cut in two, the sides' cells within the smallest clique of each other."""
+    import ppgm.inference.junction_tree as jtm
+    sizes = [jtm.SPLIT_CELLS * 3, 1000, jtm.SPLIT_CELLS - 1, 7, jtm.SPLIT_CELLS + 1]
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
+    sides = jtm._two_sides(starts, sizes, list(range(len(sizes))))
+    owner = np.full(sum(sizes), -1)
+    for side in sides:
+        for lo, hi, v in side:
+            assert (owner[lo:hi] == -1).all()
+            owner[lo:hi] = v
+    np.testing.assert_array_equal(owner, np.repeat(np.arange(len(sizes)), sizes))
+    loads = [sum(hi - lo for lo, hi, _ in side) for side in sides]
+    assert len(sides) == 2 and abs(loads[0] - loads[1]) <= jtm.SPLIT_CELLS
+    assert len(jtm._two_sides(starts[1:4], sizes[1:4], [0, 1, 2])) == 1  # no large clique: one side
+
+
 def test_fisher_product_array_path_matches_the_gathered_one_on_a_deep_tree(monkeypatch):
     """Several children per parent at many levels: the levels' array and index-array paths and the
     clique-by-clique product (with and without BLAS steps) agree."""

@@ -3,7 +3,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import indicator_moments, small_markov_networks
+from conftest import brute_log_z, indicator_moments, small_markov_networks
 from hypothesis import HealthCheck, given, settings
 
 from ppgm import ConvergenceWarning, Domain, Factor
@@ -209,6 +209,35 @@ def test_oracle_fisher_on_whole_clique_arrays_and_planned_maps_matches_enumerati
     for product in (oracle.fisher(x, mu), oracle.fisher(x)):
         np.testing.assert_allclose(product(v), cov @ v, atol=1e-12)
         np.testing.assert_allclose(product(2 * v), 2 * (cov @ v), atol=1e-12)  # a second call on the kept scratch
+
+
+@pytest.mark.parametrize("name", list(_layouts()))
+def test_oracle_maps_and_passes_in_halves_match_enumeration(name, monkeypatch):
+    """Planned cliques mapped in two groups and the tree's passes in halves (forced on these small cliques;
+    side by side on trees of millions of cells): the marginals, the Fisher product (twice, on the kept
+    scratch, whose unplanned cells are set by the bincount alone) against enumeration; the maps into a
+    scratch array the same cells as into a fresh one."""
+    import ppgm.inference.junction_tree as jtm
+    import ppgm.learners.mle as mle
+    monkeypatch.setattr(jtm, "SCALED_MIN_CELLS", 1)
+    monkeypatch.setattr(jtm, "SPLIT_CELLS", 1)
+    monkeypatch.setattr(mle, "SPLIT_CELLS", 1)
+    monkeypatch.setattr(mle, "PLAN_CELLS", 8)  # the chain's 4-cliques (16 cells) planned, the trees' pairs not
+    model = _layouts()[name]
+    oracle = MarginalOracle(model.domain, model.scopes)
+    assert len(oracle._planned_groups) == min(2, len(oracle._planned)) or not oracle._planned
+    P = oracle.params
+    x = P.join([f.values for f in model.factors])
+    mean, cov = indicator_moments(model, P.scopes)
+    log_z, mu = oracle.flat(x)
+    np.testing.assert_allclose(mu, mean, atol=1e-12)
+    assert log_z == pytest.approx(brute_log_z(model), rel=1e-12)
+    v = np.random.default_rng(3).normal(size=P.size)
+    product = oracle.fisher(x, mu)
+    for scale in (1.0, -2.0):
+        np.testing.assert_allclose(product(scale * v), scale * (cov @ v), atol=1e-12)
+    scratch = np.full(oracle._n_cells, np.nan)
+    np.testing.assert_array_equal(oracle._to_cells(v, out=scratch), oracle._to_cells(v))
 
 
 def test_oracle_fisher_reads_the_last_calibration_at_its_point(monkeypatch):

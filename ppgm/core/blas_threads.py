@@ -12,6 +12,11 @@ and pay nothing); large matrix products elsewhere keep every thread.
 :func:`thread_map` runs independent refits side by side (the release rules' simulated releases): numpy
 and the junction tree's passes release the GIL on arrays of millions of cells, so on two cores two
 refits take about 1.3-1.4x less time than one after the other. Its workers inherit the caller's limit.
+
+:func:`halves` runs the two halves of one large pass side by side (the junction tree's Fisher product on
+cliques of millions of cells, which is bound by memory bandwidth: each core brings its own), on one helper
+thread kept for the process. Only the main thread uses it; elsewhere (thread_map's workers, a caller's
+own threads) the halves run one after the other, with the same arithmetic and so the same results.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _state = threading.local()
 _controller: Any = None
+_helper: tuple | None = None  # (process id, a one-thread executor) for halves()
 
 
 def one_blas_thread(fn: F) -> F:
@@ -106,3 +112,63 @@ def thread_map(fn: Callable, items: Sequence, workers: int | None = None) -> lis
 
     with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
         return list(pool.map(run, items))
+
+
+def halves(fn: Callable, items: Sequence) -> list:
+    """``[fn(item) for item in items]`` with the calls after the first on a helper thread, while the first
+    runs in the caller's (the two halves of one pass; results in order, the first exception re-raised).
+    Side by side only in the main thread of a process on more than one core; one after the other
+    elsewhere. The calls must write disjoint memory.
+
+    Parameters
+    ----------
+    fn : callable
+    items : sequence
+
+    Returns
+    -------
+    list
+
+    Examples
+    --------
+    >>> halves(lambda k: k + 1, [1, 2])
+    [2, 3]
+    """
+    items = list(items)
+    if len(items) <= 1 or (os.cpu_count() or 1) <= 1 or threading.current_thread() is not threading.main_thread():
+        return [fn(item) for item in items]
+    global _helper
+    if _helper is None or _helper[0] != os.getpid():  # a forked child has the executor but not its thread
+        _helper = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppgm-halves"))
+    inside = getattr(_state, "inside", False)
+
+    def run(item):
+        _state.inside = inside
+        return fn(item)
+
+    rest = [_helper[1].submit(run, item) for item in items[1:]]
+    try:
+        first = fn(items[0])
+    finally:
+        done = [f.exception() for f in rest]  # wait for the helper either way: it writes the caller's arrays
+    for f, error in zip(rest, done):
+        if error is not None:
+            raise error
+    return [first] + [f.result() for f in rest]
+
+
+def stop_helper() -> None:
+    """Stop :func:`halves`' helper thread (the next call starts another): before forking a process, which
+    copies only the calling thread and should find no other (Python 3.12 warns of fork in a threaded
+    process).
+
+    Examples
+    --------
+    >>> stop_helper()
+    >>> halves(abs, [-1, -2])
+    [1, 2]
+    """
+    global _helper
+    if _helper is not None:
+        _helper[1].shutdown(wait=True)
+        _helper = None

@@ -17,6 +17,7 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 import networkx as nx
 import numpy as np
 
+from ..core.blas_threads import halves
 from ..factors.cell_map import axis_steps, spread_axes, spread_steps, sum_axes, sum_plan, sum_steps
 from ..factors.domain import Domain
 from ..factors.factor import Factor, align
@@ -521,10 +522,13 @@ class JunctionTree:
         # exp(psi - the table's maximum), clique by clique; in the caller's array when nothing can send the
         # calibration back to the log schedule (which needs psi)
         E = psi if overwrite and not checked else np.empty_like(psi)
-        for a, n, top in zip(starts.tolist(), sizes.tolist(), tops.tolist()):
-            seg = E[a:a + n]
-            np.subtract(psi[a:a + n], top, out=seg)
-            np.exp(seg, out=seg)
+
+        def scale(side: list) -> None:  # exp(psi - the table's maximum) on a side's stretches of cells
+            for lo, hi, top in side:
+                seg = E[lo:hi]
+                np.subtract(psi[lo:hi], top, out=seg)
+                np.exp(seg, out=seg)
+        halves(scale, _two_sides(starts.tolist(), sizes.tolist(), tops.tolist()))
         bounds = zip(starts, starts + sizes, shapes)
         try:
             return self._calibrate_scaled([E[a:b].reshape(sh) for a, b, sh in bounds], tops.tolist(), checked, flat=E)
@@ -707,6 +711,10 @@ class JunctionTree:
                 mass = _sum(mus[i], axes) if axes else mus[i].copy()
                 inv[i] = np.divide(1.0, mass, out=np.zeros_like(mass), where=mass > TINY_MASS)
 
+        parts = [_row_halves(sh) for sh in shapes]  # large cliques: two halves of the first axis, on two threads
+        # a separator table holds its clique's first variable when that axis is not summed: it is then cut alike
+        cut_up = [bool(parent[i] >= 0 and 0 not in plan["parent_sum"][i]) for i in range(k)]  # in the parent
+        cut_down = [bool(parent[i] >= 0 and 0 not in plan["child_sum"][i]) for i in range(k)]  # in the child
         scratch: list = []  # one clique's worth of cells for the upward products, kept between calls
 
         def apply(v: np.ndarray, overwrite: bool = False) -> Any:  # F v, or (w, E[g]) uncentred
@@ -715,20 +723,36 @@ class JunctionTree:
             if not scratch:
                 scratch.append(np.empty(int(sizes.max())))
             up: list = [None] * k
-            for i in reversed(order):  # leaves first: E[subtree's part of g | separator]
+            down: list = [None] * k
+
+            def upward(i: int, r: slice) -> Any:  # rows r: the children's expectations in, the product onto the separator
+                t, m = _cut(e[i], r), _cut(mus[i], r)
                 for c in children[i]:
-                    _into(np.add, e[i], up[c], plan["in_parent"][c], plan["parent_sum"][c])
+                    _into_rows(np.add, t, up[c], plan["in_parent"][c], plan["parent_sum"][c], r, cut_up[c])
+                if parent[i] < 0:
+                    return float(np.vdot(m, t))  # the root's part of E[g]
+                axes = plan["child_sum"][i]
+                w = np.multiply(m, t, out=_rows_of(scratch[0], shapes[i], r))
+                return _sum(w, axes) if axes else w.copy()
+
+            def downward(i: int, r: slice) -> list:  # rows r: the parent's part in, weighted by the belief in place
+                t = _cut(e[i], r)
                 if parent[i] >= 0:
-                    axes = plan["child_sum"][i]
-                    w = np.multiply(mus[i], e[i], out=scratch[0][:e[i].size].reshape(e[i].shape))
-                    up[i] = (_sum(w, axes) if axes else w) * inv[i]  # (a new array: w is the scratch)
-            mean = float(np.vdot(mus[root], e[root]))  # E[g]
+                    _into_rows(np.add, t, down[i], plan["in_child"][i], plan["child_sum"][i], r, cut_down[i])
+                t *= _cut(mus[i], r)
+                return [(_sum(t, plan["parent_sum"][c]) if plan["parent_sum"][c] else t.copy()) for c in children[i]]
+
+            mean = 0.0
+            for i in reversed(order):  # leaves first: E[subtree's part of g | separator]
+                got = halves(lambda r, i=i: upward(i, r), parts[i])
+                if parent[i] < 0:
+                    mean = float(sum(got))  # E[g]
+                else:
+                    up[i] = _joined(got, 0 not in plan["child_sum"][i]) * inv[i]
             for i in order:  # root outwards: e becomes E[g | clique cell], then weighted by the belief in place
-                e[i] *= mus[i]
-                for c in children[i]:
-                    axes = plan["parent_sum"][c]
-                    down = (_sum(e[i], axes) if axes else e[i]) * inv[c] - up[c]
-                    _into(np.add, e[c], down, plan["in_child"][c], plan["child_sum"][c])
+                got = halves(lambda r, i=i: downward(i, r), parts[i])
+                for j, c in enumerate(children[i]):
+                    down[c] = _joined([g[j] for g in got], 0 not in plan["parent_sum"][c]) * inv[c] - up[c]
             if not centred:
                 return out, mean
             out -= mean * mu
@@ -1002,15 +1026,39 @@ class JunctionTree:
         up_off = [0.0] * k
         inward: list = [None] * k
         off = [float(t) for t in tops]
+        parent, children = self.parent, self._children
+        parts = [_row_halves(sh) for sh in plan["shapes"]]  # large cliques: two halves of the first axis, side by side
+        cut_up = [bool(parent[i] >= 0 and 0 not in plan["parent_sum"][i]) for i in range(k)]  # (as in the Fisher product)
+        cut_down = [bool(parent[i] >= 0 and 0 not in plan["child_sum"][i]) for i in range(k)]
+        downs: list = [None] * k  # each clique's normalised message from its parent, multiplied in on its turn
+
+        def upward(i: int, r: slice) -> Any:  # rows r: the children's messages in, the product onto the separator
+            t = _cut(scaled[i], r)
+            for c in children[i]:
+                _into_rows(np.multiply, t, up[c], plan["in_parent"][c], plan["parent_sum"][c], r, cut_up[c])
+            if parent[i] < 0:
+                return None
+            axes = plan["child_sum"][i]
+            return _sum(t, axes) if axes else t.copy()
+
+        def arrive(i: int, r: slice) -> tuple:  # rows r: the parent's message in; the smallest cell and the mass
+            t = _cut(inward[i], r)
+            if parent[i] >= 0:
+                _into_rows(np.multiply, t, downs[i], plan["in_child"][i], plan["child_sum"][i], r, cut_down[i])
+            return (float(t.min()) if check else 0.0), float(t.sum())
+
+        def normalise(i: int, z: float, r: slice) -> list:  # rows r: the belief in place, summed onto the children's separators
+            t = _cut(inward[i], r)
+            t /= z
+            return [_sum(t, plan["parent_sum"][c]) if plan["parent_sum"][c] else t for c in children[i]]
+
         for i in reversed(self.order):
-            acc = scaled[i]  # a fresh array: updated in place
-            for c in self._children[i]:
-                _into(np.multiply, acc, up[c], plan["in_parent"][c], plan["parent_sum"][c])
+            got = halves(lambda r, i=i: upward(i, r), parts[i])  # scaled[i], a fresh array, updated in place
+            for c in children[i]:
                 off[i] += up_off[c]
-            inward[i] = acc
-            if self.parent[i] >= 0:
-                axes = plan["child_sum"][i]
-                m = _sum(acc, axes) if axes else acc.copy()
+            inward[i] = scaled[i]
+            if parent[i] >= 0:
+                m = _joined(got, 0 not in plan["child_sum"][i])
                 s = float(m.max())
                 if s <= 0:  # with finite potentials (checked), only an underflow gives zero
                     raise _OutOfRange if check else ValueError(zero)
@@ -1021,24 +1069,23 @@ class JunctionTree:
         log_z = None
         with np.errstate(divide="ignore", invalid="ignore"):
             for i in self.order:
-                full = inward[i]
-                if check and float(full.min()) < _NORMAL:
+                got = halves(lambda r, i=i: arrive(i, r), parts[i])
+                if check and min(g[0] for g in got) < _NORMAL:
                     raise _OutOfRange
-                z = float(full.sum())
+                z = float(sum(g[1] for g in got))
                 if z <= 0:
                     raise ValueError(zero)  # (not reached when checked: the smallest cell was normal)
                 lz = math.log(z) + off[i]
                 if log_z is None:
                     log_z = lz
-                full /= z  # the belief, in place: the clique's product is exp(lz) times it
-                beliefs[i] = full
-                for c in self._children[i]:
-                    axes = plan["parent_sum"][c]
-                    sep = _sum(full, axes) if axes else full
+                sums = halves(lambda r, i=i, z=z: normalise(i, z, r), parts[i])  # the clique's product is exp(lz) times it
+                beliefs[i] = inward[i]
+                for j, c in enumerate(children[i]):
+                    sep = _joined([g[j] for g in sums], 0 not in plan["parent_sum"][c])
                     down = np.where(up[c] > 0, sep / up[c], 0.0)
                     d = float(down.max())
                     down /= d
-                    _into(np.multiply, inward[c], down, plan["in_child"][c], plan["child_sum"][c])
+                    downs[c] = down
                     off[c] += math.log(d) + lz - up_off[c]
         cal = Calibration(self, float(log_z), _probs=tuple(beliefs))  # type: ignore[arg-type]  # set in the first pass
         if flat is not None:
@@ -1064,6 +1111,73 @@ def _into(op: np.ufunc, t: np.ndarray, m: np.ndarray, in_shape: tuple, axes: tup
     with the separator table ``m`` broadcast over ``t``'s other ``axes`` (``in_shape``: m's shape inside t),
     materialised by BLAS steps on large tables."""
     op(t, spread_axes(m, t.shape, axes) if t.size >= DENSE_PARENT and axes else m.reshape(in_shape), out=t)
+
+
+SPLIT_CELLS = 1 << 18  # a clique of at least this many cells runs the Fisher product in two halves of its first axis
+
+
+def _row_halves(shape: Sequence[int]) -> list:
+    """The rows (slices of the first axis) a clique's passes are cut into: two halves on cliques of at least
+    ``SPLIT_CELLS`` cells whose first axis has two states or more, run side by side
+    (:func:`ppgm.core.blas_threads.halves`: memory bandwidth is per core); one slice of everything otherwise."""
+    if len(shape) == 0 or shape[0] < 2 or math.prod(shape) < SPLIT_CELLS:
+        return [slice(None)]
+    m = int(shape[0]) // 2
+    return [slice(0, m), slice(m, int(shape[0]))]
+
+
+def _two_sides(starts: Sequence[int], sizes: Sequence[int], values: Sequence) -> list:
+    """Stretches ``(lo, hi, value)`` of the flat cells for two threads of about equal cells (elementwise work:
+    any cut gives the same result): a clique of ``SPLIT_CELLS`` or more cut in two, the others each to the
+    lighter side; one side when no clique is that large."""
+    if not sizes or max(sizes) < SPLIT_CELLS:
+        return [[(a, a + n, v) for a, n, v in zip(starts, sizes, values)]]
+    sides: list = [[], []]
+    load = [0, 0]
+    for a, n, v in sorted(zip(starts, sizes, values), key=lambda t: -t[1]):
+        if n >= SPLIT_CELLS:
+            m = n // 2
+            sides[0].append((a, a + m, v))
+            sides[1].append((a + m, a + n, v))
+            load[0], load[1] = load[0] + m, load[1] + n - m
+        else:
+            j = int(load[1] < load[0])
+            sides[j].append((a, a + n, v))
+            load[j] += n
+    return sides
+
+
+def _cut(t: np.ndarray, r: slice) -> np.ndarray:
+    """Rows ``r`` of a table (the whole table, of any dimension, for ``slice(None)``)."""
+    return t if r == slice(None) else t[r]
+
+
+def _rows_of(flat: np.ndarray, shape: Sequence[int], r: slice) -> np.ndarray:
+    """Rows ``r`` of a table of ``shape`` laid out from the start of the flat scratch ``flat`` (a view)."""
+    if r == slice(None):
+        return flat[:math.prod(shape)].reshape(shape)
+    inner = math.prod(shape[1:])
+    lo, hi, _ = r.indices(int(shape[0]))
+    return flat[lo * inner:hi * inner].reshape((hi - lo,) + tuple(shape[1:]))
+
+
+def _into_rows(op: np.ufunc, t: np.ndarray, m: np.ndarray, in_shape: tuple, axes: tuple, r: slice, cut: bool) -> None:
+    """:func:`_into` on rows ``r`` of a table (``t`` those rows): the separator table ``m`` cut alike when it
+    holds the table's first variable (``cut``), whole otherwise."""
+    if r == slice(None):
+        _into(op, t, m, in_shape, axes)
+    elif cut:
+        _into(op, t, m[r], (t.shape[0],) + tuple(in_shape[1:]), axes)
+    else:
+        _into(op, t, m, in_shape, axes)
+
+
+def _joined(parts: list, cut: bool) -> np.ndarray:
+    """A separator table from the halves' sums: stacked when the separator holds the first variable (each half
+    summed its own rows), added otherwise (each half summed part of every cell)."""
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts, axis=0) if cut else parts[0] + parts[1]
 
 
 _ZERO = "the model assigns zero probability to every configuration (log Z = -inf)"

@@ -43,12 +43,12 @@ from scipy import sparse
 from scipy.optimize import minimize
 
 from ..core import checks
-from ..core.blas_threads import one_blas_thread
+from ..core.blas_threads import halves, one_blas_thread
 from ..core.progress import ConvergenceWarning
 from ..factors.cell_map import CliqueReduction
 from ..factors.domain import Domain
 from ..factors.factor import Factor
-from ..inference.junction_tree import DEFAULT_MAX_CELLS, Calibration, JunctionTree, JunctionTreeTooLarge
+from ..inference.junction_tree import DEFAULT_MAX_CELLS, SPLIT_CELLS, Calibration, JunctionTree, JunctionTreeTooLarge
 from ..inference.marginals import infer
 from ..models.markov import MarkovNetwork
 from ..models.tying import Tying
@@ -184,6 +184,12 @@ class MarginalOracle:
                 col_parts.append(cells[i] + np.arange(sizes[i]))
         self._planned = [(int(cells[i]), int(cells[i + 1]), CliqueReduction(shapes[i], sc)) for i, sc in sorted(by_clique.items())]
         self._planned_cells = sum(b - a for a, b, _ in self._planned)  # all cells: no zeros needed around them
+        # the planned cliques in two groups of about equal cells, mapped side by side (ppgm.core.blas_threads.halves:
+        # each writes its own cliques' cells and its own scopes' tables); largest first, each to the lighter group
+        groups: list = [[], []]
+        for item in sorted(self._planned, key=lambda p: p[0] - p[1]):
+            min(groups, key=lambda g: sum(b - a for a, b, _ in g)).append(item)
+        self._planned_groups = [g for g in groups if g] if self._planned_cells >= SPLIT_CELLS else [self._planned]
         # the parameter holding each cell when every clique is one of the scopes (the others its subsets):
         # Newton's steps are then preconditioned by the tree's exact inverse Fisher information
         self._clique_params = (np.concatenate([whole[i] for i in range(len(t.cliques))]).astype(np.intp)
@@ -194,6 +200,13 @@ class MarginalOracle:
         # per-call cost); past SPARSE_MAPS entries scipy's fused loop is faster (third-order chain of 100, naive
         # default: 13.4 s with sparse products against 15.8 s with bincounts)
         self._rows, self._cols, self._n_cells = rows.astype(np.intp), cols.astype(np.intp), int(cells[-1])
+        # the cells of the cliques that are not planned, and each mapped entry's position among them: with a scratch
+        # array (``_to_cells(out=)``) only those are set by the bincount, the planned cliques' cells written whole
+        free = np.ones(self._n_cells if self._planned else 0, dtype=bool)
+        for a, b, _ in self._planned:
+            free[a:b] = False
+        self._free_cells = np.flatnonzero(free)
+        self._free_cols = np.searchsorted(self._free_cells, self._cols) if self._planned else self._cols
         self._A = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(self.params.size, self._n_cells)) \
             if rows.size > SPARSE_MAPS else None
         self._At = self._A.T.tocsr() if self._A is not None else None
@@ -241,7 +254,7 @@ class MarginalOracle:
         scratch: list = []
 
         def product(v: np.ndarray) -> np.ndarray:
-            if not scratch and self._rows.size == 0 and self._At is None:
+            if not scratch and self._At is None and self._planned:
                 scratch.append(np.empty(self._n_cells))
             w, mean = F(self._to_cells(v, out=scratch[0] if scratch else None), overwrite=True)
             out = self._to_params(w)
@@ -448,20 +461,23 @@ class MarginalOracle:
 
     def _to_cells(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Clique log-potentials from parameters: each cell sums the parameters of the scopes' cells it lies in.
-        ``out``: a scratch array of the cells' length, used when every scope is homed in a planned clique (the
-        sparse and bincount maps make their own array; copying it over would cost a pass)."""
+        ``out``: a scratch array of the cells' length, used when some cliques are planned (the sparse map, and
+        the bincount alone, make their own array: copying it over would cost a pass)."""
         if self._At is not None:
             y = self._At @ x
-        elif self._rows.size:
-            y = np.bincount(self._cols, weights=x[self._rows], minlength=self._n_cells)
-        elif out is not None:  # only the cliques that home no scope need zeros
+        elif out is not None and self._planned:  # the planned cliques' cells are written whole below: the others here
             y = out
             if self._planned_cells < self._n_cells:
-                y.fill(0.0)
+                y[self._free_cells] = np.bincount(self._free_cols, weights=x[self._rows], minlength=self._free_cells.size)
+        elif self._rows.size:
+            y = np.bincount(self._cols, weights=x[self._rows], minlength=self._n_cells)
         else:
             y = np.zeros(self._n_cells)
-        for a, b, red in self._planned:  # no other scope is homed in a planned clique: its cells are all here
-            red.to_cells(x, y[a:b])
+
+        def fill(group: list) -> None:  # no other scope is homed in a planned clique: its cells are all here
+            for a, b, red in group:
+                red.to_cells(x, y[a:b])
+        halves(fill, self._planned_groups)
         return y
 
     def _to_params(self, y: np.ndarray) -> np.ndarray:
@@ -472,8 +488,11 @@ class MarginalOracle:
             out = np.bincount(self._rows, weights=y[self._cols], minlength=self.params.size)
         else:
             out = np.zeros(self.params.size)
-        for a, b, red in self._planned:
-            red.add_to_params(y[a:b], out)
+
+        def add(group: list) -> None:
+            for a, b, red in group:
+                red.add_to_params(y[a:b], out)
+        halves(add, self._planned_groups)
         return out
 
     def __call__(self, x: np.ndarray) -> tuple[float, list[np.ndarray]]:

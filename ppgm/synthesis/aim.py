@@ -31,6 +31,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..core import checks
+from ..core.blas_threads import stop_helper
 from ..core.progress import ConvergenceWarning, progress_bar
 from ..factors.domain import Domain
 from ..factors.factor import Factor
@@ -188,6 +189,7 @@ class _SizesAhead:
         chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
         try:
             if self.pool is None:
+                stop_helper()  # the worker is forked at the first submission: from a process of one thread
                 self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
             args = (tuple(self.domain.variables), tuple(self.domain.cards), list(scopes))
             futures = [(chunk, self.pool.submit(_sizes_of, *args, chunk)) for chunk in chunks]
