@@ -523,12 +523,14 @@ class JunctionTree:
         # calibration back to the log schedule (which needs psi)
         E = psi if overwrite and not checked else np.empty_like(psi)
 
+        top_of = tops.tolist()
+
         def scale(side: list) -> None:  # exp(psi - the table's maximum) on a side's stretches of cells
-            for lo, hi, top in side:
+            for lo, hi, j in side:
                 seg = E[lo:hi]
-                np.subtract(psi[lo:hi], top, out=seg)
+                np.subtract(psi[lo:hi], top_of[j], out=seg)
                 np.exp(seg, out=seg)
-        halves(scale, _two_sides(starts.tolist(), sizes.tolist(), tops.tolist()))
+        halves(scale, self._halves()["sides"])
         bounds = zip(starts, starts + sizes, shapes)
         try:
             return self._calibrate_scaled([E[a:b].reshape(sh) for a, b, sh in bounds], tops.tolist(), checked, flat=E)
@@ -711,10 +713,7 @@ class JunctionTree:
                 mass = _sum(mus[i], axes) if axes else mus[i].copy()
                 inv[i] = np.divide(1.0, mass, out=np.zeros_like(mass), where=mass > TINY_MASS)
 
-        parts = [_row_halves(sh) for sh in shapes]  # large cliques: two halves of the first axis, on two threads
-        # a separator table holds its clique's first variable when that axis is not summed: it is then cut alike
-        cut_up = [bool(parent[i] >= 0 and 0 not in plan["parent_sum"][i]) for i in range(k)]  # in the parent
-        cut_down = [bool(parent[i] >= 0 and 0 not in plan["child_sum"][i]) for i in range(k)]  # in the child
+        parts, cut_up, cut_down = (self._halves()[key] for key in ("parts", "cut_up", "cut_down"))
         scratch: list = []  # one clique's worth of cells for the upward products, kept between calls
 
         def apply(v: np.ndarray, overwrite: bool = False) -> Any:  # F v, or (w, E[g]) uncentred
@@ -758,6 +757,22 @@ class JunctionTree:
             out -= mean * mu
             return out
         return apply
+
+    def _halves(self) -> dict:
+        """How the passes cut large cliques (made once per tree): ``parts``, each clique's rows
+        (:func:`_row_halves`); ``cut_up`` / ``cut_down``, whether the separator with the parent holds the
+        parent's / the clique's own first variable (that axis not summed: the separator is then cut alike);
+        ``sides``, the exp's stretches of cells ``(lo, hi, clique)`` for two threads (:func:`_two_sides`)."""
+        out = self._memo.get("halves")
+        if out is None:
+            plan, parent = self._plan(), self.parent
+            k = len(self.cliques)
+            out = self._memo["halves"] = {
+                "parts": [_row_halves(sh) for sh in plan["shapes"]],
+                "cut_up": [bool(parent[i] >= 0 and 0 not in plan["parent_sum"][i]) for i in range(k)],
+                "cut_down": [bool(parent[i] >= 0 and 0 not in plan["child_sum"][i]) for i in range(k)],
+                "sides": _two_sides(plan["starts"].tolist(), plan["sizes"].tolist(), range(k))}
+        return out
 
     def _dense_parents(self) -> list:
         """Per level of the centre-rooted schedule, the edges whose parent has at least DENSE_PARENT cells:
@@ -1027,9 +1042,7 @@ class JunctionTree:
         inward: list = [None] * k
         off = [float(t) for t in tops]
         parent, children = self.parent, self._children
-        parts = [_row_halves(sh) for sh in plan["shapes"]]  # large cliques: two halves of the first axis, side by side
-        cut_up = [bool(parent[i] >= 0 and 0 not in plan["parent_sum"][i]) for i in range(k)]  # (as in the Fisher product)
-        cut_down = [bool(parent[i] >= 0 and 0 not in plan["child_sum"][i]) for i in range(k)]
+        parts, cut_up, cut_down = (self._halves()[key] for key in ("parts", "cut_up", "cut_down"))
         downs: list = [None] * k  # each clique's normalised message from its parent, multiplied in on its turn
 
         def upward(i: int, r: slice) -> Any:  # rows r: the children's messages in, the product onto the separator
@@ -1164,9 +1177,7 @@ def _rows_of(flat: np.ndarray, shape: Sequence[int], r: slice) -> np.ndarray:
 def _into_rows(op: np.ufunc, t: np.ndarray, m: np.ndarray, in_shape: tuple, axes: tuple, r: slice, cut: bool) -> None:
     """:func:`_into` on rows ``r`` of a table (``t`` those rows): the separator table ``m`` cut alike when it
     holds the table's first variable (``cut``), whole otherwise."""
-    if r == slice(None):
-        _into(op, t, m, in_shape, axes)
-    elif cut:
+    if cut and r != slice(None):
         _into(op, t, m[r], (t.shape[0],) + tuple(in_shape[1:]), axes)
     else:
         _into(op, t, m, in_shape, axes)
