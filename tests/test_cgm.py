@@ -89,12 +89,18 @@ def test_newton_and_lbfgs_e_steps_agree_on_a_tree_of_fifty_tables(scales):
 
 
 
-def test_newton_e_step_on_a_grown_tree_with_nested_tables_agrees_with_lbfgs():
+@pytest.mark.parametrize("recycle", [False, True])
+def test_newton_e_step_on_a_grown_tree_with_nested_tables_agrees_with_lbfgs(recycle, monkeypatch):
     """A loopy pairwise model (a cycle of eight with two chords) with every single table measured too, each table
     with its own noise: the junction tree's cliques are not the measured scopes (no tree inverse), and the tables
     nest, so the dual has a gauge that the Fisher information does not see. Truncated Newton, preconditioned by the
-    diagonal off the gauge and the noise on it, reaches L-BFGS-B's optimum; from a warm start, in a few steps."""
+    diagonal off the gauge and the noise on it, reaches L-BFGS-B's optimum; from a warm start, in a few steps.
+    ``recycle``: the preconditioner corrected by the earlier steps' conjugate directions, as on large trees."""
+    from ppgm.learners import mle
     from ppgm.learners.cgm import _moment_matched
+
+    if recycle:
+        monkeypatch.setattr(mle, "RECYCLE_CELLS", 0)
     from ppgm.learners.release_rule import simulated_release
 
     edges = [(i, (i + 1) % 8) for i in range(8)] + [(0, 4), (2, 6)]
@@ -104,7 +110,7 @@ def test_newton_e_step_on_a_grown_tree_with_nested_tables_agrees_with_lbfgs():
     tpl = [Measurement(s, np.zeros(truth.domain.shape(s)), "gaussian", 5.0 + 3 * (i % 5)) for i, s in enumerate(scopes)]
     ys = _moment_matched(simulated_release(truth, tpl, N, np.random.default_rng(5)))
     oracle = MarginalOracle(truth.domain, [y.variables for y in ys])
-    assert oracle.exact and not oracle.tree_inverse
+    assert oracle.exact and not oracle.tree_inverse and (oracle.recycler() is not None) == recycle
     theta = np.zeros(oracle.params.size)
     _assert_newton_agrees_with_lbfgs(oracle, theta, ys, N)
 

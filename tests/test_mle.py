@@ -46,6 +46,27 @@ def test_newton_reaches_the_lbfgs_optimum_on_inconsistent_targets(model):
         np.testing.assert_allclose(a.values, b.values, atol=1e-4)
 
 
+@pytest.mark.parametrize("recycle", [False, True])
+def test_newton_on_a_loopy_tree_reaches_the_lbfgs_optimum_with_recycled_directions(recycle, monkeypatch):
+    """A cycle of eight with two chords fitted to inconsistent tables: its junction tree's cliques are not the
+    scopes, so Newton is preconditioned by the scopes' spanning tree, corrected (``recycle``) by its earlier steps'
+    conjugate directions as on trees of ``RECYCLE_CELLS`` or more. The same optimum as L-BFGS either way."""
+    if recycle:
+        monkeypatch.setattr(mle, "RECYCLE_CELLS", 0)
+    edges = [(i, (i + 1) % 8) for i in range(8)] + [(0, 4), (2, 6)]
+    truth = pairwise_dirichlet(edges, 8, 3, alpha=1.0, seed=4)
+    targets = inconsistent_targets(truth, np.random.default_rng(2))
+    oracle = MarginalOracle(truth.domain, [t.variables for t in targets])
+    assert oracle.exact and not oracle.tree_inverse and (oracle.recycler() is not None) == recycle
+    l2 = 1e-3
+    newton = fit_marginals(truth.domain, targets, l2=l2, oracle=oracle, tol=1e-10, max_iter=200, method="newton")
+    lbfgs = fit_marginals(truth.domain, targets, l2=l2, oracle=oracle, tol=1e-10, max_iter=20_000, method="lbfgs", warn=False)
+    assert newton.converged
+    assert newton.objective >= lbfgs.objective - 1e-9
+    for a, b in zip(newton.model.factors, lbfgs.model.factors):
+        np.testing.assert_allclose(a.values, b.values, atol=1e-4)
+
+
 def test_newton_solves_a_hard_m_step_far_better_than_lbfgs_at_the_same_cost():
     """A third-order chain's M-step from a gauge-heavy start (the shape of CGM-EM's): Newton meets the
     tolerance; L-BFGS with as many marginal evaluations as Newton used does not come close."""

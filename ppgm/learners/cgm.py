@@ -725,6 +725,7 @@ def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, constants: float, y
     f = value(lam, log_z)
     converged, message = False, f"{max_iter} Newton steps without meeting the tolerance"
     g0 = None
+    memory = oracle.recycler()  # the diagonal preconditions (no tree inverse): corrected step by step
     for _ in range(max_iter + 1):
         grad = y + s2 * lam - N * mu
         if float(np.abs(grad / h).max()) / N <= tol:
@@ -755,7 +756,7 @@ def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, constants: float, y
                 on = gauge.project(r)
                 return gauge.project(J(on)) / N + (r - on) / s2
         step, _k = pcg(lambda v: N * F(v) + s2 * v, -grad, precondition, 100,
-                       rtol=CG_RTOL * max(1e-4, min(1.0, np.sqrt(g_norm / g0))))
+                       rtol=CG_RTOL * max(1e-4, min(1.0, np.sqrt(g_norm / g0))), recycle=memory)
         slope = float(grad @ step)
         if slope >= 0:  # not a descent direction (the products' rounding near the optimum): stop here
             message = "no descent direction left"
