@@ -148,7 +148,9 @@ def pcg(matvec: Callable[[np.ndarray], np.ndarray], b: np.ndarray, precondition:
     """
     if recycle is not None:
         precondition = recycle.wrap(precondition, b.size)
-    kept: tuple = ([], [], [])
+    kept_s: list = []  # this solve's directions, their products and curvatures, for the memory
+    kept_y: list = []
+    kept_c: list = []
     p = np.zeros_like(b)
     r = b.copy()
     z = precondition(r)
@@ -162,8 +164,9 @@ def pcg(matvec: Callable[[np.ndarray], np.ndarray], b: np.ndarray, precondition:
         if curv <= 0:
             break
         if recycle is not None:
-            for store, item in zip(kept, (direction, hd, curv)):
-                store.append(item)
+            kept_s.append(direction)
+            kept_y.append(hd)
+            kept_c.append(curv)
         a = rz / curv
         p += a * direction
         r -= a * hd
@@ -173,5 +176,5 @@ def pcg(matvec: Callable[[np.ndarray], np.ndarray], b: np.ndarray, precondition:
         rz_new = float(r @ z)
         direction, rz = z + (rz_new / rz) * direction, rz_new
     if recycle is not None:
-        recycle.add(*kept)
+        recycle.add(kept_s, kept_y, kept_c)
     return (p if p.any() else precondition(b)), k

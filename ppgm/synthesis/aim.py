@@ -289,7 +289,7 @@ class _Refit:
     measured table's gradient, the distance of its marginal from where the fit will put it, within
     ``SETTLE`` times the smallest noise scale in L1 (counts). One record moves the next round's
     Gumbel noise by 3 sigma / w_r in the L1 units of candidate r (epsilon = 0.67 / sigma), so that
-    is a third of the noise at sigma and two thirds after annealing (half that tolerance took 15-20% more
+    is a third of the noise at sigma and two thirds after annealing (half that tolerance took 12-20% more
     Fisher products and chose the same marginals on most seeded releases). The last round's refit, the model
     ``estimator="rounds"`` returns, converges: every cell within a twentieth of the smallest noise
     scale (gradient 0.05 sigma / N)."""
