@@ -52,7 +52,7 @@ from ..models.measurement import Measurement
 from ..models.tying import Tying
 from .em_rules import MSTEP_MAX_ITER, MSTEP_RTOL, _em_loop, release_iterations, release_mstep_l2
 from .krylov import pcg
-from .mle import CG_RTOL, FitResult, MarginalOracle, _armijo, fit_marginals, newton_applies
+from .mle import FitResult, MarginalOracle, _armijo, fit_marginals, forcing, newton_applies
 from .projection import project_rows
 from .release_rule import N_BOOT, STEP, Choice, UndecidedWarning, choose_l2, criterion_score, extrapolate, simulated_release
 
@@ -756,7 +756,7 @@ def _estep_newton(oracle: MarginalOracle, theta: np.ndarray, constants: float, y
                 on = gauge.project(r)
                 return gauge.project(J(on)) / N + (r - on) / s2
         step, _k = pcg(lambda v: N * F(v) + s2 * v, -grad, precondition, 100,
-                       rtol=CG_RTOL * max(1e-4, min(1.0, np.sqrt(g_norm / g0))), recycle=memory)
+                       rtol=forcing(g_norm, g0), recycle=memory)
         slope = float(grad @ step)
         if slope >= 0:  # not a descent direction (the products' rounding near the optimum): stop here
             message = "no descent direction left"

@@ -764,7 +764,7 @@ def _newton_tied(oracle: MarginalOracle, tie: Tying, mu_hat: np.ndarray, l2: flo
         F = oracle.fisher(tie.expand(z), mu)
         diag = tie.pool(mu * (1 - mu)) + 2 * l2
         step, _ = pcg(lambda v: tie.pool(F(tie.expand(v))) + 2 * l2 * v, grad, lambda r: r / diag,
-                      cg_iter, rtol=CG_RTOL * max(1e-4, min(1.0, np.sqrt(g_norm / g0))))
+                      cg_iter, rtol=forcing(g_norm, g0))
         slope = float(grad @ step)
         if slope <= 0:  # not an ascent direction (rounding near the optimum)
             break
@@ -813,6 +813,19 @@ def newton_applies(oracle: MarginalOracle, l2: float, tie: Tying | None) -> bool
 
 
 CG_RTOL = 0.3  # conjugate gradients stop at this relative residual, tightened as the gradient falls
+
+
+def forcing(g_norm: float, g0: float) -> float:
+    """Conjugate gradients' relative tolerance at a Newton step whose gradient norm is ``g_norm`` (``g0`` at
+    the first step): ``CG_RTOL`` tightened by the square root of the gradient's fall, down to 1e-4 of it, so
+    the early steps solve loosely and the last ones nearly exactly (an inexact Newton forcing term).
+
+    Examples
+    --------
+    >>> forcing(1.0, 1.0), forcing(0.01, 1.0)
+    (0.3, 0.03)
+    """
+    return CG_RTOL * max(1e-4, min(1.0, float(np.sqrt(g_norm / g0))))
 LINE_SEARCH_SLACK = 10.0  # L-BFGS's failed line search counts as converged within this many times tol
 PLAN_CELLS = 4096  # cliques of at least this many cells homing smaller scopes map by axis sums (ppgm.factors.cell_map)
 SPARSE_MAPS = 30_000  # entries of the parameter <-> cell map above which it is applied as a scipy sparse product
@@ -881,7 +894,7 @@ def _newton(oracle: MarginalOracle, mu_hat: np.ndarray, l2: float, x: np.ndarray
             J = lambda r: r / d  # noqa: E731
         F = oracle.fisher(y, mu)
         step, _ = pcg(lambda v: F(v) + 2 * l2 * v, grad, lambda r: gauge.project(J(r)),
-                      cg_iter, rtol=CG_RTOL * max(1e-4, min(1.0, np.sqrt(g_norm / g0))), enough=enough, recycle=memory)
+                      cg_iter, rtol=forcing(g_norm, g0), enough=enough, recycle=memory)
         slope = float(grad @ step)
         t = min(1.0, MAX_STEP / float(np.abs(step).max()))
         noise = 1e-13 * max(1.0, abs(f))  # the objective's rounding: gains below it are invisible
