@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from conftest import brute_log_z, indicator_moments, small_markov_networks
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ppgm import ConvergenceWarning, Domain, Factor
 from ppgm.learners.mle import MarginalOracle, _Parameters, fit_marginals
@@ -477,3 +478,16 @@ def test_the_remembered_calibration_is_the_fits_own_and_other_points_are_recalib
     moved[oracle.params.offsets[-2]] += 0.5  # one cell of the last table: another distribution
     other = oracle.calibration(moved)
     assert other.log_z == pytest.approx(oracle.flat(moved)[0], abs=1e-12) and abs(other.log_z - reused.log_z) > 1e-6
+
+
+@given(st.floats(1e-12, 1e6), st.floats(1e-12, 1e6), st.floats(1e-12, 1e6))
+def test_forcing_term_bounds_and_monotone(g0, a, b):
+    """The Newton loops' CG tolerance: CG_RTOL at the first step and whenever the gradient has not fallen (a
+    rising gradient never loosens a solve), the square root of the fall below that, never under 1e-4 of
+    CG_RTOL (the last steps still stop), and never looser at a smaller gradient."""
+    lo, hi = sorted((a, b))
+    assert mle.forcing(g0, g0) == pytest.approx(mle.CG_RTOL)
+    assert mle.CG_RTOL * 1e-4 <= mle.forcing(lo, g0) <= mle.forcing(hi, g0) <= mle.CG_RTOL
+    assert mle.forcing(g0 * 1e-2, g0) == pytest.approx(0.1 * mle.CG_RTOL)
+    assert mle.forcing(g0 * 1e-12, g0) == pytest.approx(1e-4 * mle.CG_RTOL)
+    assert mle.forcing(g0 * 4, g0) == pytest.approx(mle.CG_RTOL)

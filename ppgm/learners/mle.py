@@ -813,6 +813,11 @@ def newton_applies(oracle: MarginalOracle, l2: float, tie: Tying | None) -> bool
 
 
 CG_RTOL = 0.3  # conjugate gradients stop at this relative residual, tightened as the gradient falls
+LINE_SEARCH_SLACK = 10.0  # L-BFGS's failed line search counts as converged within this many times tol
+PLAN_CELLS = 4096  # cliques of at least this many cells homing smaller scopes map by axis sums (ppgm.factors.cell_map)
+SPARSE_MAPS = 30_000  # entries of the parameter <-> cell map above which it is applied as a scipy sparse product
+MAX_STEP = 30.0  # the largest change of a log-potential in one Newton step (its quadratic model is local)
+RECYCLE_CELLS = 100_000  # junction trees from this many cells up recycle conjugate directions (MarginalOracle.recycler)
 
 
 def forcing(g_norm: float, g0: float) -> float:
@@ -826,11 +831,6 @@ def forcing(g_norm: float, g0: float) -> float:
     (0.3, 0.03)
     """
     return CG_RTOL * max(1e-4, min(1.0, float(np.sqrt(g_norm / g0))))
-LINE_SEARCH_SLACK = 10.0  # L-BFGS's failed line search counts as converged within this many times tol
-PLAN_CELLS = 4096  # cliques of at least this many cells homing smaller scopes map by axis sums (ppgm.factors.cell_map)
-SPARSE_MAPS = 30_000  # entries of the parameter <-> cell map above which it is applied as a scipy sparse product
-MAX_STEP = 30.0  # the largest change of a log-potential in one Newton step (its quadratic model is local)
-RECYCLE_CELLS = 100_000  # junction trees from this many cells up recycle conjugate directions (MarginalOracle.recycler)
 
 
 def _newton(oracle: MarginalOracle, mu_hat: np.ndarray, l2: float, x: np.ndarray, max_iter: int, tol: float,
