@@ -25,7 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     syn.add_argument("--missing", action="append", default=None, metavar="MARKER",
                      help="a cell, as written, that means no value (repeat for several, e.g. --missing '' --missing NA); "
                           "default none. A record with a missing value stops the release, or is dropped with --drop-unknown")
-    syn.add_argument("--domain", required=True, help='JSON file {column: [states]}: the public domain, never read from the data')
+    syn.add_argument("--domain", required=True,
+                     help='JSON file {column: [states], or for a numeric column {"min": 0, "max": 100} with optional "integer", '
+                          '"bins" or "edges"}: the public domain, never read from the data')
     syn.add_argument("--rho", type=float, default=None, help="zCDP budget of the whole release")
     syn.add_argument("--epsilon", type=float, default=None, help="instead of --rho: (epsilon, delta)-DP, with --delta")
     syn.add_argument("--delta", type=float, default=None)
@@ -61,14 +63,17 @@ def _synthesize(args) -> int:
 
     from ppgm.privacy.mechanisms import rho_from_epsilon_delta
 
+    from .columns import Schema
     from .data import read_records
     from .synthesis import aim_release, mst_release
 
     with open(args.domain) as fh:
         domain = json.load(fh)
-    if not isinstance(domain, dict) or not all(isinstance(v, list) for v in domain.values()):
-        raise SystemExit(f"--domain: expected a JSON object {{column: [states]}}, got {type(domain).__name__}")
-    states = {str(c): [str(v) for v in vs] for c, vs in domain.items()}  # the CSV is read as text
+    if not isinstance(domain, dict) or not all(isinstance(v, (list, dict)) for v in domain.values()):
+        raise SystemExit("--domain: expected a JSON object {column: [states] or {\"min\": ..., \"max\": ...}}, got "
+                         f"{type(domain).__name__}")
+    # the CSV is read as text: states as text; a numeric column's cells are parsed as numbers
+    states = Schema.parse({str(c): [str(v) for v in vs] if isinstance(vs, list) else vs for c, vs in domain.items()}, "--domain")
     if (args.rho is None) == (args.epsilon is None):
         raise SystemExit("give the budget as --rho, or as --epsilon with --delta")
     if args.epsilon is not None and args.delta is None:

@@ -22,6 +22,7 @@ from ppgm.factors.domain import Domain
 from ppgm.learners.missing import em_bayesian, em_markov, fit_markov_records, fit_markov_tables
 from ppgm.core.rng import as_generator
 
+from .columns import bin_numeric
 from .dask_backend import frame_blocks, is_dask
 from .data import check_frame, check_known, check_rows, codes_or_unknown, fit_states
 from .models import declared_states, markov_to_pgmpy, tabular_cpds
@@ -94,6 +95,8 @@ class MissingValuesEM(DiscreteParameterEstimator):
     progress : bool
     state_names : dict, optional
         ``{node: states}``; other nodes take the model's declared states or the sorted values seen.
+        A numeric column takes an object instead (``{"bins": 10}``, ``{"min": 0, "max": 90, "edges":
+        [...]}``, ``{}``: :func:`ppgm.adapters.columns.bin_numeric`): its CPTs are over its bins.
 
     Attributes
     ----------
@@ -180,7 +183,8 @@ class MissingValuesEM(DiscreteParameterEstimator):
             raise ValueError(f"data: columns {unknown} are not nodes of the model")
         nodes = list(model.nodes())
         declared = declared_states(model) if isinstance(model, DiscreteBayesianNetwork) else {}
-        dom = _domain(nodes, data, declared, checks.state_names(self.state_names))
+        data, names, self.schema_ = bin_numeric(data, self.state_names) if not is_dask(data) else (data, self.state_names, None)
+        dom = _domain(nodes, data, declared, checks.state_names(names))
         parents = {v: tuple(model.get_parents(v)) for v in nodes}
         res = em_bayesian(dom, parents, _records(data, dom), pseudo_count=self.pseudo_count, max_iter=self.max_iter,
                           tol=self.tol, seed=self.seed, progress=self.progress)
@@ -245,6 +249,8 @@ class MarkovNetworkEstimator:
             Starting potentials of latent nodes.
         progress : bool
         state_names : mapping, optional
+            ``{node: states}``; a numeric column takes an object instead (``{"bins": 10}``,
+            :func:`ppgm.adapters.columns.bin_numeric`), and its factors are over its bins.
 
         Returns
         -------
@@ -271,6 +277,7 @@ class MarkovNetworkEstimator:
         if unknown:
             raise ValueError(f"data: columns {unknown} are not nodes of the model")
         nodes = list(self.model.nodes())
+        data, state_names, self.schema_ = bin_numeric(data, state_names) if not is_dask(data) else (data, state_names, None)
         dom = _domain(nodes, data, declared_states(self.model), checks.state_names(state_names))
         codes = _records(data, dom)
         if not is_dask(data) and (codes >= 0).all():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
@@ -23,9 +24,12 @@ from ppgm.privacy.mechanisms import (GaussianMechanism, LaplaceMechanism, Privac
 from ppgm.core.rng import as_generator
 from ppgm.inference.tables import contingency_tables as _engine_tables
 from ppgm.models.tying import Tying
+from ppgm.factors.bins import NumericBins, fine_grid
+from ppgm.privacy.private_bins import bin_count, bins_from_histogram
 
 from .archive import MAX_BYTES, read_npz, save_path
-from .data import check_frame, check_known, codes_or_unknown, declared_domain, per_record
+from .columns import Records, Schema
+from .data import check_frame, declared_domain, per_record
 from .models import declared_states, markov_to_pgmpy
 
 
@@ -314,6 +318,7 @@ def release_tables(
     accountant: PrivacyAccountant | None = None,
     seed=None,
     tied: Sequence | None = None,
+    bins_mechanism: LaplaceMechanism | GaussianMechanism | None = None,
 ) -> NoisyTables:
     """Count the cliques' contingency tables in ``data`` and release them through ``mechanism``,
     differentially private end to end.
@@ -357,6 +362,11 @@ def release_tables(
     seed : int or numpy.random.Generator, optional
         Reproducible noise for tests and tutorials: the release is then **not private**
         (``release.private`` is False, with a ``NotPrivateWarning``). Omit it for a private release.
+    bins_mechanism : LaplaceMechanism or GaussianMechanism, optional
+        For numeric columns (``state_names`` entries such as ``{"min": 0, "max": 90}``,
+        :mod:`ppgm.adapters.columns`): releases each numeric column's fine histogram, from which the
+        bins are chosen where they are ``"auto"`` (charged as its own part). Without it, numeric
+        columns need public bins (``"bins": 10`` equal-width, or ``"edges"``).
     tied : list of groups of cliques, optional
         Release each group's tables as one pooled table, their sum cell by cell (members aligned
         axis by axis in the order written, as ``NaiveMLEEstimator(model, tied=...)`` aligns them),
@@ -378,14 +388,24 @@ def release_tables(
     (1.0, ({'what': 'tables', 'epsilon': 1.0},), True)
     """
     check_release_arguments(mechanism, accountant)
+    check_release_arguments(bins_mechanism, None, optional=True)
     rng = noise_generator(seed)  # None: private noise (and an unseeded choice of records)
-    counted = bounded_tables(data, cliques_or_model, state_names=state_names, individuals=individuals,
-                             max_contributions=max_contributions, reweight=reweight, weights=weights,
-                             on_unknown=on_unknown, seed=rng)
-    tables, members = _pooled_tables(counted, tied)  # checked before anything is charged
-    parts, n_mech = release_parts(mechanism, "tables", publish_n)
-    if accountant is not None:
-        accountant.charge(parts)
+    records = read_release(data, cliques_or_model, state_names)
+    numeric = records.schema.numeric if bins_mechanism is not None else []
+    before = [{"what": f"numeric columns' fine histograms ({len(numeric)})", **bins_mechanism.cost}] if numeric else []  # type: ignore[union-attr]
+    parts, n_mech = release_parts(mechanism, "tables", publish_n, before=before)
+
+    def charge():
+        if accountant is not None:
+            accountant.charge(parts)
+
+    counted = bounded_tables(records, cliques_or_model, individuals=individuals, max_contributions=max_contributions,
+                             reweight=reweight, weights=weights, on_unknown=on_unknown, seed=rng,
+                             bins_mechanism=bins_mechanism if numeric else None, noise_seed=rng,
+                             before_noise=charge if numeric else None)
+    tables, members = _pooled_tables(counted, tied)  # checked before anything is charged (but the bins' noise)
+    if not numeric:
+        charge()
     n = _published_n(counted, publish_n, n_mech, rng)
     ms = mechanism.measure(tables, rng, contribution=counted.contribution, n=n, members=members)
     dom = counted.domain
@@ -437,6 +457,11 @@ class BoundedTables:
         Their total weight.
     weighted : bool
         The counts are weighted (``reweight`` or ``weights``).
+    schema : ppgm.adapters.columns.Schema, optional
+        The released columns, numeric columns' bins chosen (and, with a ``bins_mechanism``, their
+        within-bin shapes): it decodes synthetic records.
+    bins : tuple of Measurement
+        The numeric columns' noisy fine histograms, when the bins were chosen privately.
 
     Examples
     --------
@@ -452,6 +477,8 @@ class BoundedTables:
     n_records: int
     total: float
     weighted: bool
+    schema: Schema | None = None
+    bins: tuple = ()
 
     def as_factors(self) -> list[DiscreteFactor]:
         """The tables as pgmpy ``DiscreteFactor`` objects with the domain's state names.
@@ -470,7 +497,7 @@ class BoundedTables:
 
 
 def bounded_tables(
-    data: pd.DataFrame,
+    data,
     cliques_or_model,
     *,
     state_names: Mapping | None = None,
@@ -480,6 +507,9 @@ def bounded_tables(
     weights=None,
     on_unknown: str = "raise",
     seed=None,
+    bins_mechanism=None,
+    noise_seed=None,
+    before_noise=None,
 ) -> BoundedTables:
     """The exact contingency tables that :func:`release_tables` adds noise to, over the public domain
     and after bounding each individual's contribution (same arguments, same checks). For inspecting
@@ -487,7 +517,8 @@ def bounded_tables(
 
     Parameters
     ----------
-    data : pandas.DataFrame
+    data : pandas.DataFrame or ppgm.adapters.columns.Records
+        The records, or records already read through the release's schema.
     cliques_or_model : list of cliques, or a pgmpy DiscreteMarkovNetwork
     state_names : mapping, optional
     individuals : str or array-like, optional
@@ -498,6 +529,15 @@ def bounded_tables(
         See :func:`release_tables` for all of these.
     seed : int or numpy.random.Generator, optional
         Only drives the random choice of records kept under ``max_contributions``.
+    bins_mechanism : GaussianMechanism or LaplaceMechanism, optional
+        Releases the numeric columns' fine histograms, from which their bins (where ``"auto"``) and
+        within-bin shapes are read (:mod:`ppgm.privacy.private_bins`); the caller charges it. Without
+        it every numeric column needs public bins.
+    noise_seed : numpy.random.Generator, optional
+        The fine histograms' noise: None samples privately.
+    before_noise : callable, optional
+        Called once every argument and record is checked, before any noise is drawn (a release
+        charges its accountant there).
 
     Returns
     -------
@@ -520,16 +560,23 @@ def bounded_tables(
     cliques = [tuple(c) for c in _cliques(cliques_or_model)]
     if not cliques:
         raise ValueError("cliques_or_model: expected at least one clique")
-    check_frame(data, "data")
+    records = data if isinstance(data, Records) else read_release(data, cliques_or_model, state_names)
     columns = list(dict.fromkeys(v for c in cliques for v in c))
-    absent = [v for v in columns if v not in data.columns]
+    absent = [v for v in columns if v not in records.schema.names]
     if absent:
-        raise ValueError(f"cliques_or_model: columns {absent} are not in the data; it has {list(data.columns)}")
-    declared = declared_states(cliques_or_model) if isinstance(cliques_or_model, DiscreteMarkovNetwork) else {}
-    dom = declared_domain(columns, {**declared, **checks.state_names(state_names)})
-    codes = codes_or_unknown(data, dom)
-    keep, w, contribution = _bounded_records(data, dom, codes, individuals, max_contributions, reweight, weights, on_unknown, rng)
-    codes = codes[keep]
+        raise ValueError(f"cliques_or_model: columns {absent} are not in the release's schema {list(records.schema.names)}")
+    keep, w, contribution = _bounded_records(records, individuals, max_contributions, reweight, weights, on_unknown, rng)
+    schema, fine = records.schema.public_bins(cells=bins_mechanism is not None), []
+    if schema.unresolved and bins_mechanism is None:
+        raise ValueError(f"state_names: the numeric columns {schema.unresolved} have bins 'auto', which a release chooses "
+                         "privately from its budget: give public bins ({'min': ..., 'max': ..., 'bins': 10} or 'edges'), or "
+                         "a budget for private bins (bins_mechanism)")
+    if before_noise is not None:
+        before_noise()
+    if bins_mechanism is not None and schema.numeric:
+        schema, fine = _private_bins(schema, records, keep, w, contribution, bins_mechanism, noise_seed)
+    codes = schema.encode(records)[keep]
+    dom = schema.domain
     if w is not None:
         w = w[keep]
     if len(codes):
@@ -537,17 +584,84 @@ def bounded_tables(
     else:
         tables = [Factor(c, np.zeros(dom.shape(c), dtype=float if w is not None else np.int64)) for c in cliques]
     total = float(len(codes)) if w is None else float(w.sum())
-    return BoundedTables(tables, dom, contribution, int(len(codes)), total, w is not None)
+    return BoundedTables(tables, dom, contribution, int(len(codes)), total, w is not None, schema, tuple(fine))
 
 
-def _bounded_records(data, dom, codes, individuals, max_contributions, reweight, weights, on_unknown, rng):
+def read_release(data, cliques_or_model, state_names: Mapping | None = None) -> Records:
+    """The records of a release read once, at its door, through its public schema: the model's
+    declared states, overridden by ``state_names`` (states or numeric columns,
+    :mod:`ppgm.adapters.columns`); a released column declared nowhere is an error (states read from
+    the data would disclose values that only the private data contain).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+    cliques_or_model : list of cliques, or a pgmpy DiscreteMarkovNetwork
+    state_names : mapping, optional
+
+    Returns
+    -------
+    ppgm.adapters.columns.Records
+
+    Examples
+    --------
+    >>> r = read_release(pd.DataFrame({"A": ["a", "b"], "x": [3.5, 9.0]}), [("A", "x")],
+    ...                  {"A": ["a", "b"], "x": {"min": 0, "max": 10, "bins": 2}})
+    >>> r.codes[:, 0].tolist(), r.values["x"].tolist()
+    ([0, 1], [3.5, 9.0])
+    """
+    check_frame(data, "data")
+    cliques = [tuple(c) for c in _cliques(cliques_or_model)]
+    columns = list(dict.fromkeys(v for c in cliques for v in c))
+    absent = [v for v in columns if v not in data.columns]
+    if absent:
+        raise ValueError(f"cliques_or_model: columns {absent} are not in the data; it has {list(data.columns)}")
+    declared = declared_states(cliques_or_model) if isinstance(cliques_or_model, DiscreteMarkovNetwork) else {}
+    given = state_names if isinstance(state_names, Schema) else Schema.parse(checks.mapping(state_names, "state_names"))
+    declared_domain([c for c in columns if c not in given.columns], declared)  # the undeclared columns, named
+    schema = Schema({**Schema.parse(declared).columns, **given.columns}, given.bins).project(columns)
+    return schema.read(data)
+
+
+def _private_bins(schema: Schema, records: Records, keep: np.ndarray, w, contribution: float, mechanism, rng):
+    """The numeric columns' fine histograms released through ``mechanism`` (one table per column, so
+    a record moves each of them), and the schema with every numeric column's bins and within-bin
+    shape read from them (post-processing); the bin count, where not given, from the noisy record
+    count by :func:`ppgm.privacy.private_bins.bin_count`."""
+    cols = schema.numeric
+    grids = {c: schema.bins[c].cells if c in schema.bins else fine_grid(*schema.columns[c].bounds(c), schema.columns[c].integer)
+             for c in cols}
+    exact = []
+    for c in cols:
+        cells = NumericBins(*schema.columns[c].bounds(c), grids[c][[0, -1]], schema.columns[c].integer).codes(
+            records.values[c][keep], grids[c])
+        ok = cells >= 0
+        weights = None if w is None else w[keep][ok]
+        counts = np.bincount(cells[ok], weights=weights, minlength=grids[c].size - 1)
+        exact.append(Factor((c,), counts if w is not None else counts.astype(np.int64)))
+    noisy = mechanism.measure(exact, rng, contribution=contribution)
+    rho = getattr(mechanism, "rho", None)
+    sigma = noisy[0].scale * (1.0 if mechanism.noise == "gaussian" else math.sqrt(2.0))
+    n_hat = float(np.median([max(m.values.sum(), 1.0) for m in noisy]))
+    out = {}
+    for c, m in zip(cols, noisy):
+        spec = schema.columns[c]
+        lo, hi = spec.bounds(c)
+        edges = schema.bins[c].edges if c in schema.bins else None
+        n_bins = None if edges is not None else bin_count(n_hat, rho if rho is not None else float(mechanism.epsilon) ** 2 / 2)
+        out[c] = bins_from_histogram(lo, hi, spec.integer, grids[c], m.values, sigma, n_bins=n_bins, edges=edges)
+    return schema.with_bins(out), noisy
+
+
+def _bounded_records(records: Records, individuals, max_contributions, reweight, weights, on_unknown, rng):
     """The records that enter the counts (a mask), their weights and the public per-table bound of
     one individual's contribution."""
     if on_unknown not in ("raise", "drop"):
         raise ValueError(f"on_unknown: expected 'raise' or 'drop', got {on_unknown!r}")
     if on_unknown == "raise":
-        check_known(data, dom, codes)  # raises naming the column and the value
-    keep = (codes >= 0).all(axis=1)
+        records.check()  # raises naming the column and the value
+    data = records.data
+    keep = records.known()
     w = None
     if weights is not None:
         if reweight:

@@ -14,6 +14,7 @@ from ppgm.factors.domain import Domain
 from ppgm.learners.robust_filter import filter_known_topology
 from ppgm.core.rng import as_generator
 
+from .columns import bin_numeric
 from .data import check_frame, check_known, check_rows, codes_or_unknown, encode, fit_states
 from .models import tabular_cpds
 
@@ -56,7 +57,10 @@ class RobustFilter(DiscreteParameterEstimator):
     progress : bool
         Show a progress bar.
     state_names : dict, optional
-        ``{variable: states}``; variables not given take the sorted values seen in the data.
+        ``{variable: states}``; variables not given take the sorted values seen in the data. A
+        numeric column takes an object instead (``{"bins": 10}``, ``{"min": 0, "max": 90, "edges":
+        [...]}``: :func:`ppgm.adapters.columns.bin_numeric`); its CPTs are over its bins, and
+        ``schema_`` codes new records the same way.
 
     Attributes
     ----------
@@ -116,7 +120,7 @@ class RobustFilter(DiscreteParameterEstimator):
     def _build_fitted_state_names(self, model, data) -> dict:
         """The states of every node: declared ones, else read from the data by ppgm's rule
         (:func:`ppgm.adapters.data.sorted_states`: one kind per column), not pgmpy's."""
-        declared = checks.state_names(self.state_names)
+        declared = self._declared
         return {v: list(declared[v]) if v in declared else list(self._read_states[v]) for v in data.columns if v in model.nodes()}
 
     def fit(self, model, data, sample_weight=None):
@@ -160,7 +164,8 @@ class RobustFilter(DiscreteParameterEstimator):
         absent = [v for v in nodes if v not in data.columns and v not in getattr(model, "latents", set())]
         if absent:
             raise ValueError(f"data: the model's nodes {absent} are not columns of the data (it has {list(data.columns)})")
-        declared = checks.state_names(self.state_names)
+        data, names, self.schema_ = bin_numeric(data, self.state_names)
+        declared = self._declared = checks.state_names(names)
         given = [v for v in declared if v in data.columns]
         if given:  # values outside the declared states (or of another kind) are named before any work
             dom = Domain(tuple(given), tuple(len(declared[v]) for v in given), {v: declared[v] for v in given})

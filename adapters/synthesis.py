@@ -28,11 +28,15 @@ from ppgm.inference.sampling import round_markov, sample_markov
 from ppgm.synthesis.aim import ALPHA, ROUNDS_PER_VARIABLE, aim_select, closure
 from ppgm.synthesis.selection import Selected, mst_select
 
-from .data import decode
+from .columns import Schema
 from .models import markov_to_pgmpy
-from .private import NoisyFactor, NoisyTables, bounded_tables
+from .private import NoisyFactor, NoisyTables, bounded_tables, read_release
 
 ESTIMATORS = ("cgm", "naive")
+
+#: Share of a release's budget that measures its numeric columns' fine histograms (their bins and
+#: within-bin shapes), when it has numeric columns.
+NUMERIC_SHARE = 0.1
 
 
 @dataclass
@@ -64,6 +68,9 @@ class SyntheticRelease:
         for MST.
     seconds : dict
         Wall time of each stage: ``select`` (counting, noise and selection), ``fit``, ``synthesize``.
+    schema : ppgm.adapters.columns.Schema
+        The released columns: states, and the numeric columns' bins and within-bin shapes (public:
+        read from the release's noisy fine histograms).
 
     Examples
     --------
@@ -86,6 +93,7 @@ class SyntheticRelease:
     spent: list = field(default_factory=list)
     history: list = field(default_factory=list)
     seconds: dict = field(default_factory=dict)
+    schema: Schema | None = None
 
     def report(self, delta: float = 1e-9) -> dict:
         """The privacy report a curator publishes with the data: every part, its cost, the total
@@ -112,9 +120,12 @@ class SyntheticRelease:
         >>> round(r["rho"], 6), round(r["epsilon"], 2), len(r["parts"])
         (0.5, 6.47, 3)
         """
-        return {"parts": list(self.spent), "rho": float(sum(p.get("rho", 0.0) for p in self.spent)),
-                "epsilon": self.accountant.epsilon_delta(delta) if self.accountant.spent > 0 else 0.0, "delta": delta,
-                "private": self.private, "selected": [{"clique": list(s.clique), "reason": s.reason} for s in self.selected]}
+        out = {"parts": list(self.spent), "rho": float(sum(p.get("rho", 0.0) for p in self.spent)),
+               "epsilon": self.accountant.epsilon_delta(delta) if self.accountant.spent > 0 else 0.0, "delta": delta,
+               "private": self.private, "selected": [{"clique": list(s.clique), "reason": s.reason} for s in self.selected]}
+        if self.schema is not None and self.schema.numeric:
+            out["numeric"] = {c: d for c, d in self.schema.describe().items() if d["kind"] == "numeric"}
+        return out
 
 
 def _budget(rho, accountant) -> tuple[float, PrivacyAccountant]:
@@ -144,8 +155,8 @@ def _arguments(data, state_names, accountant, estimator, synthetic, fit_seed, pr
     check_release_arguments(GaussianMechanism(rho=1.0), accountant)
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"data: expected a pandas DataFrame, got {type(data).__name__}")
-    names = checks.state_names(state_names)
-    columns = list(names)
+    names = Schema.parse(state_names)
+    columns = list(names.names)
     if len(columns) < 2:
         raise ValueError(f"state_names: expected the public states of two or more columns, got {columns}")
     absent = [c for c in columns if c not in data.columns]
@@ -160,9 +171,10 @@ def _arguments(data, state_names, accountant, estimator, synthetic, fit_seed, pr
     return columns, names, estimator, synthetic, fit_rng, progress, n_synthetic
 
 
-def _generate(dom, ms, published, parts, chosen, accountant, rng, estimator, synthetic, n_synthetic, fit_rng,
+def _generate(counted, ms, published, parts, chosen, accountant, rng, estimator, synthetic, n_synthetic, fit_rng,
               progress, started, history=(), rounds_fit=None) -> SyntheticRelease:
-    """Fit the released tables, draw the synthetic records, and package the release."""
+    """Fit the released tables, draw the synthetic records (numbers inside their bins), and package the release."""
+    dom = counted.domain
     seconds = {"select": time.perf_counter() - started}
     t0 = time.perf_counter()
     N = population_size(ms)
@@ -179,13 +191,13 @@ def _generate(dom, ms, published, parts, chosen, accountant, rng, estimator, syn
     t0 = time.perf_counter()
     n_draw = n_synthetic if n_synthetic is not None else max(int(round(N)), 1)
     draw = round_markov if synthetic == "round" else sample_markov
-    records = draw(fit.model, n_draw, seed=fit_rng)
+    records = counted.schema.decode(draw(fit.model, n_draw, seed=fit_rng), fit_rng)
     seconds["synthesize"] = time.perf_counter() - t0
     factors = tuple(NoisyFactor(m.variables, m.values, {v: list(dom.state_names[v]) for v in m.variables}, m.noise, m.scale,
                                 m.integer) for m in published)
     tables = NoisyTables(factors, None, tuple(parts), rng is None)
-    return SyntheticRelease(decode(records, dom), markov_to_pgmpy(fit.model), tables, chosen, accountant, fit, rng is None, parts,
-                            list(history), seconds)
+    return SyntheticRelease(records, markov_to_pgmpy(fit.model), tables, chosen, accountant, fit, rng is None, parts,
+                            list(history), seconds, counted.schema)
 
 
 def mst_release(
@@ -202,6 +214,7 @@ def mst_release(
     max_contributions: int | None = None,
     reweight: bool = False,
     on_unknown: str = "raise",
+    numeric_share: float = NUMERIC_SHARE,
     seed=None,
     fit_seed=0,
     progress: bool = True,
@@ -271,21 +284,38 @@ def mst_release(
     rng = noise_generator(seed)  # None: private noise and selection
     ones = [(v,) for v in columns]
     pairs = list(combinations(columns, 2))
-    counted = bounded_tables(data, ones + pairs, state_names=names, individuals=individuals,
-                             max_contributions=max_contributions, reweight=reweight, on_unknown=on_unknown, seed=rng)
-    rho1, rho2, rho3 = (total * s for s in shares)
-    parts = [{"what": f"one-way tables ({len(ones)})", "rho": rho1},
-             {"what": f"selection ({len(columns) - 1} rounds of report-noisy-max)", "rho": rho2},
-             {"what": f"selected pair tables ({len(columns) - 1})", "rho": rho3}]
-    accountant.charge(parts)
+    def mst_parts(rest):
+        return [{"what": f"one-way tables ({len(ones)})", "rho": rest * shares[0]},
+                {"what": f"selection ({len(columns) - 1} rounds of report-noisy-max)", "rho": rest * shares[1]},
+                {"what": f"selected pair tables ({len(columns) - 1})", "rho": rest * shares[2]}]
+
+    counted, parts, rest = _counted(data, names, ones + pairs, total, numeric_share, accountant, mst_parts, rng,
+                                    individuals=individuals, max_contributions=max_contributions, reweight=reweight,
+                                    on_unknown=on_unknown)
+    rho1, rho2, rho3 = (rest * s for s in shares)
     w = counted.contribution
     one_way = GaussianMechanism(rho=rho1).measure(counted.tables[:len(ones)], rng, contribution=w)
     chosen = mst_select(counted.domain, counted.tables[len(ones):], one_way, rho2, sensitivity=w, rng=rng)
     index = {tuple(t.variables): t for t in counted.tables[len(ones):]}
     pair_ms = GaussianMechanism(rho=rho3).measure([index[s.clique] for s in chosen], rng, contribution=w)
     ms: list[Measurement] = list(one_way) + list(pair_ms)
-    return _generate(counted.domain, ms, ms, parts, chosen, accountant, rng, estimator, synthetic, n_synthetic, fit_rng,
+    return _generate(counted, ms, ms, parts, chosen, accountant, rng, estimator, synthetic, n_synthetic, fit_rng,
                      progress, started)
+
+
+def _counted(data, schema, cliques, total, numeric_share, accountant, parts_of, rng, **bounds):
+    """The release's records read once through its schema, every part charged just before the first
+    noise is drawn, and the bounded tables counted: when there are numeric columns, ``numeric_share``
+    of the budget releases their fine histograms (bins and within-bin shapes), the rest goes to
+    ``parts_of(rest)``. Returns the tables, the parts and the rest of the budget."""
+    records = read_release(data, [(c,) for c in schema.names], schema)
+    share = checks.in_range(numeric_share, "numeric_share", 0.0, 1.0, closed=False) if schema.numeric else 0.0
+    rho_bins = total * share
+    parts = ([{"what": f"numeric columns' fine histograms ({len(schema.numeric)})", "rho": rho_bins}] if rho_bins else [])
+    parts += parts_of(total - rho_bins)
+    counted = bounded_tables(records, cliques, seed=rng, bins_mechanism=GaussianMechanism(rho=rho_bins) if rho_bins else None,
+                             noise_seed=rng, before_noise=lambda: accountant.charge(parts), **bounds)
+    return counted, parts, total - rho_bins
 
 
 def _workload(workload, columns) -> list[tuple]:
@@ -324,6 +354,7 @@ def aim_release(
     max_contributions: int | None = None,
     reweight: bool = False,
     on_unknown: str = "raise",
+    numeric_share: float = NUMERIC_SHARE,
     seed=None,
     fit_seed=0,
     progress: bool = True,
@@ -388,17 +419,19 @@ def aim_release(
     total, accountant = _budget(rho, accountant)
     rng = noise_generator(seed)  # None: private noise and selection
     candidates = list(closure(sets, weights))
-    counted = bounded_tables(data, candidates, state_names=names, individuals=individuals,
-                             max_contributions=max_contributions, reweight=reweight, on_unknown=on_unknown, seed=rng)
-    one_way = total * ALPHA / ROUNDS_PER_VARIABLE  # d tables at the first rounds' sigma: alpha rho d / T
-    parts = [{"what": f"one-way tables ({len(columns)})", "rho": one_way},
-             {"what": f"adaptive rounds (report-noisy-max over {len(candidates)} candidates, then the chosen marginal)",
-              "rho": total - one_way}]
-    accountant.charge(parts)
+    def aim_parts(rest):
+        one_way = rest * ALPHA / ROUNDS_PER_VARIABLE  # d tables at the first rounds' sigma: alpha rho d / T
+        return [{"what": f"one-way tables ({len(columns)})", "rho": one_way},
+                {"what": f"adaptive rounds (report-noisy-max over {len(candidates)} candidates, then the chosen marginal)",
+                 "rho": rest - one_way}]
+
+    counted, parts, rest = _counted(data, names, candidates, total, numeric_share, accountant, aim_parts, rng,
+                                    individuals=individuals, max_contributions=max_contributions, reweight=reweight,
+                                    on_unknown=on_unknown)
     index = {tuple(t.variables): t for t in counted.tables}
-    run = aim_select(counted.domain, index.__getitem__, sets, total, weights=weights, max_cells=max_cells,
+    run = aim_select(counted.domain, index.__getitem__, sets, rest, weights=weights, max_cells=max_cells,
                      sensitivity=counted.contribution, rng=rng, progress=progress)
-    return _generate(counted.domain, run.measurements, run.released, parts, run.selected, accountant, rng, estimator,
+    return _generate(counted, run.measurements, run.released, parts, run.selected, accountant, rng, estimator,
                      synthetic, n_synthetic, fit_rng, progress, started, run.history, run.fit)
 
 
