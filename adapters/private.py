@@ -280,7 +280,7 @@ class NoisyTables:
         ...                      "val2": ["", "", "0", "1", "0", "1"], "noisy_count": [40.5, 61.0, 10.2, 29.9, 30.1, 31.0]})
         >>> t = NoisyTables.from_table(long, noise="laplace", scale=2.0)
         >>> [f.variables for f in t], t.factors[1].values.tolist(), t.domain.state_names["B"]
-        ([('A',), ('A', 'B')], [[10.2, 29.9], [30.1, 31.0]], ['0', '1'])
+        ([('A',), ('A', 'B')], [[10.2, 29.9], [30.1, 31.0]], ('0', '1'))
         """
         check_frame(table, "table")
         pairs = _long_pairs(columns)
@@ -362,7 +362,7 @@ class NoisyTables:
         >>> t = NoisyTables.from_factors([DiscreteFactor(["A"], [2], [40.2, 59.1], state_names={"A": ["no", "yes"]})],
         ...                              noise="laplace", scale=1.0)
         >>> t.to_table().values.tolist()
-        [[0, 'A', 'no', 40.2]]
+        [[0, 'A', 'no', 40.2], [0, 'A', 'yes', 59.1]]
         """
         pooled = [i for i, f in enumerate(self.factors) if f.members is not None]
         if pooled:
@@ -897,9 +897,11 @@ def warn_if_states_from_data(data: pd.DataFrame, domain: Domain, state_names: Ma
     >>> df = pd.DataFrame({"age": ["20-29", "30-39", "40-49", "30-39"]})
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
-    ...     warn_if_states_from_data(df, Domain(("age",), (3,), {"age": ["20-29", "30-39", "40-49"]}), {"age": []})
+    ...     read = {"age": ["20-29", "30-39", "40-49"]}
+    ...     warn_if_states_from_data(df, Domain(("age",), (3,), read), read)
     True
-    >>> warn_if_states_from_data(df, Domain(("age",), (4,), {"age": ["20-29", "30-39", "40-49", "50+"]}), {"age": []})
+    >>> codebook = {"age": ["20-29", "30-39", "40-49", "50+"]}
+    >>> warn_if_states_from_data(df, Domain(("age",), (4,), codebook), codebook)
     False
     """
     given = state_names if isinstance(state_names, Mapping) else {}
