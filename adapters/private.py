@@ -384,7 +384,8 @@ class NoisyTables:
         -------
         dict
             ``parts``, ``epsilon``, ``delta``, ``rho`` (zCDP parts, else None), ``private``, ``n``,
-            ``tables`` (each ``variables``, ``noise``, ``scale``).
+            ``tables`` (each ``variables``, ``noise``, ``scale``). ``epsilon`` and ``delta`` are None
+            when no part states a cost (tables read from elsewhere without ``spent=``).
 
         Examples
         --------
@@ -573,6 +574,8 @@ def _privacy_report(spent, private: bool, delta: float, **extra) -> dict:
         rho = float(sum(p["rho"] for p in parts if "rho" in p) + sum(p.get("epsilon", 0.0) ** 2 / 2 for p in parts if "rho" not in p))
         return {"parts": parts, "rho": rho, "epsilon": zcdp_epsilon(rho, delta) if rho > 0 else 0.0, "delta": delta,
                 "private": private, **extra}
+    if not any("epsilon" in p for p in parts):  # nothing charged is known (tables read from elsewhere without spent=)
+        return {"parts": parts, "rho": None, "epsilon": None, "delta": None, "private": private, **extra}
     return {"parts": parts, "rho": None, "epsilon": eps, "delta": 0.0, "private": private, **extra}
 
 

@@ -211,6 +211,8 @@ def test_noisy_tables_report_totals_the_parts_as_the_accountant_does(tmp_path):
     acc.charge(list(gau.spent))
     r = gau.report(delta=1e-6)
     assert r["rho"] == pytest.approx(0.5) and r["epsilon"] == pytest.approx(acc.epsilon_delta(1e-6))
+    unknown = pa.NoisyTables.from_factors([DiscreteFactor(["A"], [2], [3.0, 4.0])], noise="laplace", scale=1.0)
+    assert (unknown.report()["epsilon"], unknown.report()["delta"]) == (None, None)  # no stated cost: not 0
     gau.save_report(tmp_path / "privacy_report.json", delta=1e-6)
     assert json.loads((tmp_path / "privacy_report.json").read_text()) == json.loads(json.dumps(r))
 
