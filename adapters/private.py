@@ -217,7 +217,8 @@ class NoisyTables:
         laws = sorted({f"{f.noise} scale {f.scale:.4g}" for f in self.factors})
         law = laws[0] if len(laws) == 1 else f"{len(laws)} noise scales"
         n = "not published" if self.n is None else f"{self.n:g}"
-        return (f"NoisyTables({len(self.factors)} tables ({ways}) over {len(self.domain)} variables, "
+        variables = {v for f in self.factors for c in f.cliques for v in c}
+        return (f"NoisyTables({len(self.factors)} tables ({ways}) over {len(variables)} variables, "
                 f"{sum(int(np.size(f.values)) for f in self.factors):,} cells, {law}; n {n}; private={self.private})")
 
     @classmethod
@@ -538,11 +539,7 @@ def _long_rows(table: pd.DataFrame, pairs: list) -> list[tuple]:
 
 def _count_column(col: pd.Series, name: str) -> np.ndarray:
     """Noisy counts as floats: numbers, or text that reads as numbers."""
-    x = pd.to_numeric(col, errors="coerce") if col.dtype == object else col
-    try:
-        x = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        x = np.full(len(col), np.nan)
+    x = np.asarray(col if pd.api.types.is_numeric_dtype(col) else pd.to_numeric(col, errors="coerce"), dtype=float)
     bad = ~np.isfinite(x)
     if bad.any():
         raise ValueError(f"value: column {name!r} must hold a finite number in every row; row {col.index[int(np.argmax(bad))]!r} "
