@@ -18,7 +18,7 @@ with _warnings.catch_warnings():
 from .data import contingency_tables, decode, encode, infer_domain, read_records, sample, sample_partitions, to_frame
 from .inference import LogBeliefPropagation
 from .examples import adult_schema, dirichlet_chain_network, load_adult, load_bif_example, mobility_study
-from .metrics import kl_divergence, total_variation
+from .metrics import kl_divergence, marginals, total_variation
 from .private import BoundedTables, CGMEstimator, NaiveMLEEstimator, NoisyFactor, NoisyTables, bounded_tables, release_tables
 from .robust import RobustFilter
 from .synthesis import SyntheticRelease, aim_release, mst_release
@@ -27,7 +27,8 @@ from .mer import MERFit, ini, mer
 from .aggregated import Aggregates, FeatureEncoder, MaxEntClassifier, aggregate
 from .dask_backend import dask_executor, filter_dask
 from ppgm.core.progress import set_progress
-from ppgm.privacy.mechanisms import BudgetExceeded, GaussianMechanism, LaplaceMechanism, NotPrivateWarning, PrivacyAccountant
+from ppgm.privacy.mechanisms import (BudgetExceeded, GaussianMechanism, LaplaceMechanism, NotPrivateWarning, PrivacyAccountant,
+                                     StatesFromDataWarning)
 from .models import (
     declared_states,
     bayes_from_pgmpy,
@@ -49,6 +50,7 @@ __all__ = [
     "NoisyTables",
     "PrivacyAccountant",
     "NotPrivateWarning",
+    "StatesFromDataWarning",
     "BudgetExceeded",
     "release_tables",
     "bounded_tables",
@@ -82,6 +84,7 @@ __all__ = [
     "encode",
     "infer_domain",
     "kl_divergence",
+    "marginals",
     "markov_from_pgmpy",
     "markov_to_pgmpy",
     "markov_network",

@@ -87,6 +87,18 @@ class Aggregates:
     def __len__(self) -> int:
         return len(self.tables)
 
+    def __repr__(self) -> str:
+        sizes: dict = {}
+        for t in self.tables:
+            sizes[len(t.variables)] = sizes.get(len(t.variables), 0) + 1
+        ways = ", ".join(f"{k} {w}-way" for w, k in sorted(sizes.items()))
+        noises = sorted({t.noise for t in self.tables})
+        noise = "exact" if noises == ["none"] else "noisy (" + ", ".join(x for x in noises if x != "none") + ")"
+        n = "not published" if self.n is None else f"{self.n:g}"
+        return (f"Aggregates({len(self.features)} features, label {self.label!r} (positive {self.positive!r}); "
+                f"{len(self.tables)} tables ({ways}), {sum(int(np.size(t.values)) for t in self.tables):,} cells, {noise}; "
+                f"n {n}; private={self.private})")
+
     @property
     def classes(self) -> list:
         """The two label values, sorted as scikit-learn sorts labels (``classes_`` of a classifier):
@@ -1010,7 +1022,9 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
     Attributes (after ``fit``): ``model_`` (engine :class:`ppgm.learners.maxent.MaxEntModel`), ``state_``,
     ``history_`` (per step: ``d_error``, ``c_error``, ``step_size``, ``gradient_z``; (step, value) pairs: ``nllh`` on
     ``eval_set``, ``mu_coupling``, ``remaining_gain`` per convergence test; ``selection``),
-    ``aggregates_``, ``classes_``, ``feature_names_in_``, ``n_features_in_``, ``n_iter_``, ``l2_theta_`` (the
+    ``aggregates_``, ``classes_``, ``feature_names_in_``, ``n_features_in_``, ``n_iter_``, ``method_`` (which fit
+    ran: ``"exact"``, Newton's method on the enumerated joint, or ``"pcd"``, the sampled chains; the ``repr``
+    says it too), ``l2_theta_`` (the
     penalty used) and ``selection_`` (how it was chosen from a noisy release, else None), and the
     convergence test's ``remaining_gain_`` and ``converged_`` (see :class:`ppgm.learners.maxent.PCDResult`; a fit whose
     averaged model still moves raises a ``ppgm.ConvergenceWarning``).
@@ -1186,11 +1200,27 @@ class MaxEntClassifier(ClassifierMixin, BaseEstimator):
         self.n_iter_ = int(result.state.step)
         self.converged_, self.remaining_gain_ = result.converged, result.remaining_gain
         self.l2_theta_, self.selection_ = result.l2_theta, result.selection
+        self.method_ = "exact" if "decrement" in result.history else "pcd"
         self.feature_names_in_ = np.array(aggregates.features, dtype=object)
         self.n_features_in_ = len(aggregates.features)
         self.classes_ = np.array(aggregates.classes)  # numpy's dtype for the values, as scikit-learn keeps labels
         self._positive_column = next(i for i, c in enumerate(self.classes_) if str(c) == str(aggregates.positive))
         return self
+
+    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
+        params = super().__repr__(N_CHAR_MAX)
+        if not hasattr(self, "model_"):
+            return params
+        if self.method_ == "exact":
+            how = "exact Newton fit over the enumerated joint"
+        else:
+            try:
+                how = f"sampled-chains (PCD) fit, {len(self.state_.chains):,} chains"
+            except (AttributeError, TypeError, ValueError):  # chains held by Dask workers
+                how = "sampled-chains (PCD) fit"
+        conv = {True: "converged", False: "not converged", None: "convergence not tested"}[self.converged_]
+        return (f"{params}  # fitted: {how}, {self.n_iter_} steps, {conv}; {self.n_features_in_} features, "
+                f"{len(self.aggregates_.tables)} tables, l2_theta_={self.l2_theta_:.3g}")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

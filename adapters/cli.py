@@ -59,7 +59,6 @@ def main(argv: list[str] | None = None) -> int:
 def _synthesize(args) -> int:
     """The curator's path: CSV and public domain in; synthetic CSV, the release and its privacy report out."""
     import json
-    from pathlib import Path
 
     from ppgm.privacy.mechanisms import rho_from_epsilon_delta
 
@@ -83,12 +82,9 @@ def _synthesize(args) -> int:
     common = dict(rho=rho, estimator=args.estimator, individuals=args.individuals, max_contributions=args.max_contributions,
                   on_unknown="drop" if args.drop_unknown else "raise", progress=not args.no_progress)
     rel = aim_release(data, states, workload=args.workload, **common) if args.method == "aim" else mst_release(data, states, **common)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    rel.synthetic.to_csv(out / "synthetic.csv", index=False)
-    rel.tables.save(out / "release.npz")
-    report = rel.report(delta=args.delta if args.delta is not None else 1e-9)
-    (out / "privacy_report.json").write_text(json.dumps(report, indent=1))
+    delta = args.delta if args.delta is not None else 1e-9
+    out = rel.save(args.out, delta=delta)
+    report = rel.report(delta=delta)
     print(f"released {len(rel.tables)} tables (rho = {report['rho']:.4g}; epsilon = {report['epsilon']:.3g} at delta = "
           f"{report['delta']:g}); {len(rel.synthetic):,} synthetic records in {out}")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
@@ -19,8 +20,9 @@ from ppgm.factors.domain import Domain
 from ppgm.models.measurement import Measurement
 from ppgm.privacy.contributions import keep_at_most, reweight_by_individual
 from ppgm.factors.factor import Factor
-from ppgm.privacy.mechanisms import (GaussianMechanism, LaplaceMechanism, PrivacyAccountant, check_release_arguments, noise_generator,
-                             noisy_count, release_parts)
+from ppgm.privacy.mechanisms import (GaussianMechanism, LaplaceMechanism, PrivacyAccountant, StatesFromDataWarning, check_release_arguments,
+                             noise_generator,
+                             noisy_count, release_parts, zcdp_epsilon)
 from ppgm.core.rng import as_generator
 from ppgm.inference.tables import contingency_tables as _engine_tables
 from ppgm.models.tying import Tying
@@ -28,7 +30,7 @@ from ppgm.factors.bins import NumericBins, fine_grid
 from ppgm.privacy.private_bins import bin_count, bins_from_histogram
 
 from .archive import MAX_BYTES, read_npz, save_path
-from .columns import Records, Schema
+from .columns import Categorical, Records, Schema
 from .data import check_frame, declared_domain, per_record
 from .models import declared_states, markov_to_pgmpy
 
@@ -211,6 +213,218 @@ class NoisyTables:
             out.append(NoisyFactor(m.variables, m.values, names, noise, m.scale, m.integer))
         return cls(tuple(out), n, tuple(dict(p) for p in spent), False)
 
+    def __repr__(self) -> str:
+        sizes: dict = {}
+        for f in self.factors:
+            sizes[len(f.variables)] = sizes.get(len(f.variables), 0) + 1
+        ways = ", ".join(f"{k} {w}-way" for w, k in sorted(sizes.items()))
+        laws = sorted({f"{f.noise} scale {f.scale:.4g}" for f in self.factors})
+        law = laws[0] if len(laws) == 1 else f"{len(laws)} noise scales"
+        n = "not published" if self.n is None else f"{self.n:g}"
+        variables = {v for f in self.factors for c in f.cliques for v in c}
+        return (f"NoisyTables({len(self.factors)} tables ({ways}) over {len(variables)} variables, "
+                f"{sum(int(np.size(f.values)) for f in self.factors):,} cells, {law}; n {n}; private={self.private})")
+
+    @classmethod
+    def from_table(cls, table: pd.DataFrame, noise: str, scale, n: float | None = None, *, value: str = "noisy_count",
+                   columns: Sequence = ("var1", "val1", "var2", "val2"), table_column: str | None = "table",
+                   state_names: Mapping | None = None, spent: Sequence[Mapping] = (), integer: bool = False) -> "NoisyTables":
+        """Tables someone else published as one long table of noisy counts: one row per cell,
+        ``table, var1, val1, var2, val2, noisy_count``, with ``var2`` and ``val2`` empty (missing or
+        ``""``) on a one-way table's rows (``private`` is False: ppgm cannot vouch for how they were
+        made). Wider tables add column pairs: ``columns=("var1", "val1", ..., "var3", "val3")``.
+
+        States are kept as written (a CSV read by :func:`ppgm.adapters.read_records` keeps every cell
+        as text, so ``"1"`` is a state, not the number 1); ``state_names`` gives the public domain and
+        its order, else a variable's states are the values written, in the order they first appear.
+        Every table must have one row for each of its cells (a noisy count cannot be assumed 0).
+
+        Parameters
+        ----------
+        table : pandas.DataFrame
+            The long table (e.g. ``read_records(path)``; the ``value`` column may hold numbers or text
+            that reads as numbers).
+        noise : {"laplace", "gaussian", "none"}
+            The noise the publisher added, and its ``scale`` (Laplace b or Gaussian sigma, in counts).
+        scale : float, mapping or str
+            One scale for every table, ``{table id: scale}``, or the name of a column holding each
+            row's table's scale.
+        n : float, optional
+            The record count, if published.
+        value : str
+            The column of noisy counts.
+        columns : sequence of str
+            The names of ``var1, val1, var2, val2`` (pairs of variable and state columns, as many as
+            the widest table has variables).
+        table_column : str or None
+            The column naming each row's table; None: a table is the set of variables its rows name.
+        state_names : mapping, optional
+            ``{variable: states}``: the public domain and its order (every value written must be
+            one of them).
+        spent : sequence of dict
+            What the publisher says the release cost (as ``release.spent``).
+        integer : bool
+            The noise was integer-valued.
+
+        Returns
+        -------
+        NoisyTables
+            One table per ``table`` id, in the order they first appear; axes in the order the table's
+            first row names its variables.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A column missing, counts that are not numbers, a cell written twice or not at all, a
+            value outside ``state_names``, a table whose rows name different variables.
+
+        Examples
+        --------
+        >>> long = pd.DataFrame({"table": [0, 0, 1, 1, 1, 1], "var1": ["A", "A", "A", "A", "A", "A"],
+        ...                      "val1": ["no", "yes", "no", "no", "yes", "yes"], "var2": ["", "", "B", "B", "B", "B"],
+        ...                      "val2": ["", "", "0", "1", "0", "1"], "noisy_count": [40.5, 61.0, 10.2, 29.9, 30.1, 31.0]})
+        >>> t = NoisyTables.from_table(long, noise="laplace", scale=2.0)
+        >>> [f.variables for f in t], t.factors[1].values.tolist(), t.domain.state_names["B"]
+        ([('A',), ('A', 'B')], [[10.2, 29.9], [30.1, 31.0]], ('0', '1'))
+        """
+        check_frame(table, "table")
+        pairs = _long_pairs(columns)
+        needed = [c for p in pairs for c in p] + [value] + ([table_column] if table_column is not None else [])
+        if isinstance(scale, str):
+            needed.append(scale)
+        absent = [c for c in needed if c not in table.columns]
+        if absent:
+            raise ValueError(f"table: columns {absent} are missing; it has {list(table.columns)} (name the columns with "
+                             "columns=, value= and table_column=)")
+        if len(table) == 0:
+            raise ValueError("table: the DataFrame has no rows")
+        declared = checks.state_names(state_names) if state_names is not None else {}
+        counts = _count_column(table[value], value)
+        rows = _long_rows(table, pairs)  # per row: the tuple of (variable, state) it names
+        ids = table[table_column].tolist() if table_column is not None else [frozenset(v for v, _ in r) for r in rows]
+        order: dict = {}
+        for i, key in enumerate(ids):
+            order.setdefault(key, []).append(i)
+        states: dict = {v: list(s) for v, s in declared.items()}
+        for r in rows:
+            for v, s in r:
+                known = states.setdefault(v, [])
+                if v in declared:
+                    if s not in known:
+                        raise ValueError(f"table: variable {v!r} has the value {s!r}, not among its declared states {known} "
+                                         "(a CSV read by read_records holds text: declare the states as written)")
+                elif s not in known:
+                    known.append(s)
+        factors, scales = [], []
+        for key, idx in order.items():
+            variables = tuple(v for v, _ in rows[idx[0]])
+            shape = tuple(len(states[v]) for v in variables)
+            pos = {v: {s: j for j, s in enumerate(states[v])} for v in variables}
+            cells = np.full(shape, np.nan)
+            for i in idx:
+                got = dict(rows[i])
+                if set(got) != set(variables) or len(got) != len(rows[i]):
+                    raise ValueError(f"table: table {key!r} names the variables {list(variables)} on one row and "
+                                     f"{[v for v, _ in rows[i]]} on another")
+                cell = tuple(pos[v][got[v]] for v in variables)
+                if not np.isnan(cells[cell]):
+                    raise ValueError(f"table: table {key!r} has two rows for the cell {dict(zip(variables, (got[v] for v in variables)))}")
+                cells[cell] = counts[i]
+            if np.isnan(cells).any():
+                first = next(zip(*np.nonzero(np.isnan(cells))))
+                raise ValueError(f"table: table {key!r} has no row for {int(np.isnan(cells).sum())} of its {cells.size} cells, e.g. "
+                                 f"{ {v: states[v][j] for v, j in zip(variables, first)} }; a published table lists every cell")
+            factors.append(DiscreteFactor(list(variables), list(shape), cells, state_names={v: list(states[v]) for v in variables}))
+            scales.append(_table_scale(scale, key, table, idx))
+        return cls.from_factors(factors, noise=noise, scale=scales, n=n, spent=spent, integer=integer)
+
+    def to_table(self, value: str = "noisy_count", columns: Sequence | None = None, table_column: str = "table") -> pd.DataFrame:
+        """The tables as one long table, the layout :meth:`from_table` reads: one row per cell,
+        ``table, var1, val1, var2, val2, ..., noisy_count`` (``table`` the table's position; a
+        narrower table's extra columns empty, ``""``). The noise law, ``n`` and the cost are not in
+        it: publish :meth:`report` with it.
+
+        Parameters
+        ----------
+        value : str
+            The name of the counts' column.
+        columns : sequence of str, optional
+            Names of ``var1, val1, ...`` (default those, as many pairs as the widest table has variables).
+        table_column : str
+
+        Returns
+        -------
+        pandas.DataFrame
+            Cells in each table's order (the last variable's state changing fastest).
+
+        Raises
+        ------
+        ValueError
+            A pooled table (``tied=``): its members share one table, which this layout cannot say.
+
+        Examples
+        --------
+        >>> t = NoisyTables.from_factors([DiscreteFactor(["A"], [2], [40.2, 59.1], state_names={"A": ["no", "yes"]})],
+        ...                              noise="laplace", scale=1.0)
+        >>> t.to_table().values.tolist()
+        [[0, 'A', 'no', 40.2], [0, 'A', 'yes', 59.1]]
+        """
+        pooled = [i for i, f in enumerate(self.factors) if f.members is not None]
+        if pooled:
+            raise ValueError(f"tables {pooled} are pooled (tied cliques released as one); the long layout names one clique "
+                             "per table: use save()")
+        return long_frame([(f.variables, f.values, f.state_names) for f in self.factors], value, columns, table_column)
+
+    def report(self, delta: float = 1e-9) -> dict:
+        """The release's privacy report, as the command line writes it beside the tables: every part
+        and its cost, the total (zCDP parts also as (epsilon, delta)), whether ppgm made the noise
+        privately, the record count and each table's noise.
+
+        Parameters
+        ----------
+        delta : float
+            The delta at which to state epsilon for zCDP parts (tight conversion).
+
+        Returns
+        -------
+        dict
+            ``parts``, ``epsilon``, ``delta``, ``rho`` (zCDP parts, else None), ``private``, ``n``,
+            ``tables`` (each ``variables``, ``noise``, ``scale``). ``epsilon`` and ``delta`` are None
+            when no part states a cost (tables read from elsewhere without ``spent=``).
+
+        Examples
+        --------
+        >>> t = NoisyTables.from_factors([DiscreteFactor(["A"], [2], [40.2, 59.1])], noise="laplace", scale=1.0,
+        ...                              spent=[{"what": "tables", "epsilon": 1.0}])
+        >>> r = t.report(); r["epsilon"], r["delta"], r["private"]
+        (1.0, 0.0, False)
+        """
+        return _privacy_report(self.spent, self.private, delta, n=self.n,
+                               tables=[{"variables": [_plain(v) for v in f.variables], "noise": f.noise, "scale": f.scale}
+                                       for f in self.factors])
+
+    def save_report(self, path, delta: float = 1e-9) -> None:
+        """Write :meth:`report` as JSON (``privacy_report.json``, as the command line writes it).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        delta : float
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import tempfile, os, json
+        >>> t = NoisyTables.from_factors([DiscreteFactor(["A"], [2], [40.2, 59.1])], noise="laplace", scale=1.0)
+        >>> f = os.path.join(tempfile.mkdtemp(), "privacy_report.json"); t.save_report(f)
+        >>> json.load(open(f))["tables"][0]["noise"]
+        'laplace'
+        """
+        _write_report(path, self.report(delta))
+
     def save(self, path) -> None:
         """Write the release to an ``.npz`` file (tables and metadata as JSON; no records, no pickles).
 
@@ -294,6 +508,115 @@ class NoisyTables:
 
 def _plain(x):
     return x.item() if isinstance(x, np.generic) else x
+
+
+def _long_pairs(columns) -> list[tuple]:
+    """The (variable, state) column pairs of a long table: ``var1, val1, var2, val2, ...``."""
+    if isinstance(columns, (str, bytes)) or not isinstance(columns, (list, tuple)) or not columns or len(columns) % 2:
+        raise TypeError(f"columns: expected the names of var1, val1, var2, val2, ... (pairs of a variable and a state "
+                        f"column), got {columns!r:.80}")
+    names = checks.names(list(columns), "columns")
+    return [(names[i], names[i + 1]) for i in range(0, len(names), 2)]
+
+
+def _blank(x) -> bool:
+    return x is None or (isinstance(x, str) and x == "") or (not isinstance(x, str) and bool(pd.isna(x)))
+
+
+def _long_rows(table: pd.DataFrame, pairs: list) -> list[tuple]:
+    """Per row of a long table, the ((variable, state), ...) it names (blank variable columns skipped)."""
+    cols = [(table[a].tolist(), table[b].tolist()) for a, b in pairs]
+    out = []
+    for i in range(len(table)):
+        row = []
+        for (a, b), (vs, ss) in zip(pairs, cols):
+            if _blank(vs[i]):
+                continue
+            if _blank(ss[i]) and not isinstance(ss[i], str):
+                raise ValueError(f"table: row {table.index[i]!r} names the variable {vs[i]!r} in column {a!r} but no state in {b!r}")
+            row.append((vs[i], _plain(ss[i])))
+        if not row:
+            raise ValueError(f"table: row {table.index[i]!r} names no variable in columns {[a for a, _ in pairs]}")
+        out.append(tuple(row))
+    return out
+
+
+def _count_column(col: pd.Series, name: str) -> np.ndarray:
+    """Noisy counts as floats: numbers, or text that reads as numbers."""
+    x = np.asarray(col if pd.api.types.is_numeric_dtype(col) else pd.to_numeric(col, errors="coerce"), dtype=float)
+    bad = ~np.isfinite(x)
+    if bad.any():
+        raise ValueError(f"value: column {name!r} must hold a finite number in every row; row {col.index[int(np.argmax(bad))]!r} "
+                         f"holds {col.iloc[int(np.argmax(bad))]!r} ({int(bad.sum())} such rows)")
+    return x
+
+
+def _table_scale(scale, key, table: pd.DataFrame, idx: list) -> float:
+    """A table's noise scale: one for all, the mapping's entry, or the scale column's (one value per table)."""
+    if isinstance(scale, Mapping):
+        if key not in scale:
+            raise ValueError(f"scale: no scale for table {key!r}; the mapping has {list(scale)[:10]}")
+        return scale[key]
+    if isinstance(scale, str):
+        vals = _count_column(table[scale].iloc[idx], scale)
+        if np.ptp(vals) > 0:
+            raise ValueError(f"scale: column {scale!r} holds several scales for table {key!r}: {sorted(set(vals.tolist()))[:5]}")
+        return float(vals[0])
+    return scale
+
+
+def _privacy_report(spent, private: bool, delta: float, **extra) -> dict:
+    """Every part, its cost and the total: pure epsilon-DP parts add up in epsilon (delta 0); with zCDP
+    parts the total is in rho (a pure part of epsilon counts epsilon^2 / 2) and as (epsilon, delta)."""
+    delta = checks.in_range(delta, "delta", 0.0, 1.0, closed=False)
+    parts = [dict(p) for p in spent]
+    eps = float(sum(p.get("epsilon", 0.0) for p in parts if "rho" not in p))
+    if any("rho" in p for p in parts):
+        rho = float(sum(p["rho"] for p in parts if "rho" in p) + sum(p.get("epsilon", 0.0) ** 2 / 2 for p in parts if "rho" not in p))
+        return {"parts": parts, "rho": rho, "epsilon": zcdp_epsilon(rho, delta) if rho > 0 else 0.0, "delta": delta,
+                "private": private, **extra}
+    if not any("epsilon" in p for p in parts):  # nothing charged is known (tables read from elsewhere without spent=)
+        return {"parts": parts, "rho": None, "epsilon": None, "delta": None, "private": private, **extra}
+    return {"parts": parts, "rho": None, "epsilon": eps, "delta": 0.0, "private": private, **extra}
+
+
+def long_frame(tables: Sequence[tuple], value: str, columns: Sequence | None = None, table_column: str | None = None) -> pd.DataFrame:
+    """Tables ``(variables, values, state_names)`` as one long DataFrame: a row per cell, ``var1, val1,
+    var2, val2, ..., value`` (as many pairs as the widest table has variables; a narrower table's
+    extra columns ``""``), first ``table_column`` (the table's position) when named.
+
+    Examples
+    --------
+    >>> long_frame([(("A",), np.array([0.4, 0.6]), {"A": ["no", "yes"]})], "prob").values.tolist()
+    [['A', 'no', 0.4], ['A', 'yes', 0.6]]
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"value: expected a column name (text), got {value!r:.80}")
+    k = max(len(t[0]) for t in tables)
+    names = list(columns) if columns is not None else [c for j in range(1, k + 1) for c in (f"var{j}", f"val{j}")]
+    if len(names) != 2 * k:
+        raise ValueError(f"columns: expected {2 * k} names (a variable and a state column for each of {k} variables), got {names}")
+    frames = []
+    for i, (variables, values, state_names) in enumerate(tables):
+        grid = np.indices(np.shape(values)).reshape(len(variables), -1)
+        part: dict = {} if table_column is None else {table_column: np.full(grid.shape[1], i)}
+        for j in range(k):
+            if j < len(variables):
+                v = variables[j]
+                states = np.empty(len(state_names[v]), dtype=object)
+                states[:] = [_plain(x) for x in state_names[v]]
+                part[names[2 * j]] = [v] * grid.shape[1]
+                part[names[2 * j + 1]] = states[grid[j]]
+            else:
+                part[names[2 * j]] = part[names[2 * j + 1]] = [""] * grid.shape[1]
+        part[value] = np.asarray(values, dtype=float).ravel()
+        frames.append(pd.DataFrame(part))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _write_report(path, report: dict) -> None:
+    """A privacy report as the command line writes it (JSON, one space of indent)."""
+    Path(path).write_text(json.dumps(report, indent=1, default=_plain))
 
 
 def _cliques(cliques_or_model) -> list[tuple]:
@@ -480,6 +803,11 @@ class BoundedTables:
     schema: Schema | None = None
     bins: tuple = ()
 
+    def __repr__(self) -> str:
+        return (f"BoundedTables({len(self.tables)} exact tables over {len(self.domain)} variables, "
+                f"{sum(int(np.size(t.values)) for t in self.tables):,} cells; {self.n_records:,} records counted"
+                f"{f', total weight {self.total:g}' if self.weighted else ''}; contribution bound {self.contribution:g}; not private)")
+
     def as_factors(self) -> list[DiscreteFactor]:
         """The tables as pgmpy ``DiscreteFactor`` objects with the domain's state names.
 
@@ -620,7 +948,71 @@ def read_release(data, cliques_or_model, state_names: Mapping | None = None) -> 
     given = state_names if isinstance(state_names, Schema) else Schema.parse(checks.mapping(state_names, "state_names"))
     declared_domain([c for c in columns if c not in given.columns], declared)  # the undeclared columns, named
     schema = Schema({**Schema.parse(declared).columns, **given.columns}, given.bins).project(columns)
+    stated = {c: list(given.columns[c].states) for c in columns if isinstance(given.columns.get(c), Categorical)}
+    if stated:
+        warn_if_states_from_data(data, Domain(tuple(stated), tuple(len(v) for v in stated.values()), stated), stated)
     return schema.read(data)
+
+
+def warn_if_states_from_data(data: pd.DataFrame, domain: Domain, state_names: Mapping | None) -> bool:
+    """Warn (once per release, a :class:`ppgm.StatesFromDataWarning`) when a private release's states
+    given as ``state_names`` look read from the records it releases: every such column with more than
+    two states is declared with exactly the values present in ``data``, sorted or in the order they
+    first appear (what ``sorted(df[c].unique())``, ``df[c].unique()`` and
+    :func:`ppgm.adapters.infer_domain` give). Columns of one or two states say too little to tell; a
+    model's declared states (a network built for the job, or one the records were drawn from) are
+    taken as declared.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+    domain : ppgm.Domain
+        The release's domain.
+    state_names : mapping or None
+        The states the caller passed.
+
+    Returns
+    -------
+    bool
+        Whether it warned.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> df = pd.DataFrame({"age": ["20-29", "30-39", "40-49", "30-39"]})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     read = {"age": ["20-29", "30-39", "40-49"]}
+    ...     warn_if_states_from_data(df, Domain(("age",), (3,), read), read)
+    True
+    >>> codebook = {"age": ["20-29", "30-39", "40-49", "50+"]}
+    >>> warn_if_states_from_data(df, Domain(("age",), (4,), codebook), codebook)
+    False
+    """
+    given = state_names if isinstance(state_names, Mapping) else {}
+    looked = [v for v in domain.variables if v in given and domain.card(v) > 2 and v in data.columns]
+    if not looked:
+        return False
+    for v in looked:
+        states = list(domain.state_names[v])
+        present = [_plain(x) for x in pd.unique(data[v])]
+        if len(present) != len(states):
+            return False
+        if present == states:
+            continue
+        try:
+            if sorted(present) == states:
+                continue
+        except TypeError:  # values of mixed kinds have no order
+            pass
+        return False
+    warnings.warn(
+        f"state_names: the declared states of {looked} are exactly the values present in the data, as if read from it. "
+        "A domain read from the records discloses which values occur (a value only one person has, the largest age), "
+        "and the noise does not hide it. Declare every column's states from a public source (a codebook, the form's "
+        "categories), values no record may have included; if they were, silence this with "
+        "warnings.filterwarnings('ignore', category=ppgm.StatesFromDataWarning)", StatesFromDataWarning, stacklevel=3)
+    return True
 
 
 def _private_bins(schema: Schema, records: Records, keep: np.ndarray, w, contribution: float, mechanism, rng):
@@ -715,6 +1107,16 @@ class _NoisyTableEstimator:
             Tying.build(Domain(tuple(model.nodes()), tuple(int(model.get_cardinality(v)) for v in model.nodes())),
                         [tuple(c) for c in _cliques(model)], tied)
         self.tied = tied
+
+    def __repr__(self) -> str:
+        model = f"{len(self.model.nodes())} variables, {len(_cliques(self.model))} cliques"
+        if not hasattr(self, "history_"):
+            return f"{type(self).__name__}({model}; not estimated yet)"
+        l2 = "None" if getattr(self, "l2_", None) is None else f"{self.l2_:.3g}"
+        last = self.history_[-1] if self.history_ and isinstance(self.history_[-1], dict) else {}
+        steps = f"{len(self.history_)} {'EM iterations' if last else 'optimiser steps'}"
+        stopped = f", stopped: {last['stopped']}" if "stopped" in last else ""
+        return f"{type(self).__name__}({model}; estimated: N_={self.N_:g}, l2_={l2}, {steps}{stopped})"
 
     def _inputs(self, noisy_tables) -> tuple[Domain, list[Measurement]]:
         if not isinstance(noisy_tables, NoisyTables):
@@ -894,8 +1296,10 @@ class CGMEstimator(_NoisyTableEstimator):
         Returns
         -------
         DiscreteMarkovNetwork
-            With ``history_`` (per EM iteration; the last record says why EM stopped), ``N_`` and
-            ``selection_`` (what the release-based rules chose) set on the estimator.
+            With ``history_`` (per EM iteration; the last record says why EM stopped), ``N_``, ``l2_``
+            (the M-step's L2 weight per record) and ``selection_`` (what the release-based rules chose:
+            the naive start's weight under ``"l2"``, the iteration count under ``"iterations"``) set on
+            the estimator.
 
         Raises
         ------
@@ -921,5 +1325,6 @@ class CGMEstimator(_NoisyTableEstimator):
                      callback=None if callback is None else (lambda i, m, rec: callback(i, markov_to_pgmpy(m), rec)))
         self.history_ = res.history
         self.selection_ = res.selection
+        self.l2_ = res.l2
         self.N_ = res.N
         return markov_to_pgmpy(res.model)

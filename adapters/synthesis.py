@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from itertools import combinations
+from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -30,7 +31,7 @@ from ppgm.synthesis.selection import Selected, mst_select
 
 from .columns import Schema
 from .models import markov_to_pgmpy
-from .private import NoisyFactor, NoisyTables, bounded_tables, read_release
+from .private import NoisyFactor, NoisyTables, _write_report, bounded_tables, read_release
 
 ESTIMATORS = ("cgm", "naive")
 
@@ -65,7 +66,9 @@ class SyntheticRelease:
         The release's parts and their zCDP cost.
     history : list of dict
         AIM's rounds (``ppgm.synthesis.aim.AIMRun.history``: clique, sigma, epsilon, cost, model size); empty
-        for MST.
+        for MST. It has one entry more than ``selected``: ``history[0]`` is the first round, which measures
+        every one-way table (its ``clique`` is None, it chooses nothing), and ``history[i]`` is the round
+        that chose ``selected[i - 1]``.
     seconds : dict
         Wall time of each stage: ``select`` (counting, noise and selection), ``fit``, ``synthesize``.
     schema : ppgm.adapters.columns.Schema
@@ -94,6 +97,47 @@ class SyntheticRelease:
     history: list = field(default_factory=list)
     seconds: dict = field(default_factory=dict)
     schema: Schema | None = None
+
+    def __repr__(self) -> str:
+        method = f"AIM, {len(self.history) - 1} rounds" if self.history else "MST"
+        fit = type(self.fit).__name__
+        rho = sum(p.get("rho", 0.0) for p in self.spent)
+        return (f"SyntheticRelease({method}: {len(self.selected)} marginals chosen, {len(self.tables)} tables released at "
+                f"rho {rho:.4g}; model of {len(self.model.nodes())} variables and {len(self.model.get_factors())} factors "
+                f"({fit}); {len(self.synthetic):,} synthetic records; private={self.private})")
+
+    def save(self, folder, delta: float = 1e-9) -> Path:
+        """Write what ``ppgm synthesize`` writes into ``folder`` (made if absent): ``synthetic.csv``
+        (the records, no index), ``release.npz`` (the noisy tables and their noise law,
+        :meth:`NoisyTables.save`) and ``privacy_report.json`` (:meth:`report`).
+
+        Parameters
+        ----------
+        folder : str or os.PathLike
+        delta : float
+            The delta at which the report states epsilon.
+
+        Returns
+        -------
+        pathlib.Path
+            The folder.
+
+        Examples
+        --------
+        >>> import tempfile, warnings, os
+        >>> df = pd.DataFrame({"A": [0, 1] * 200, "B": [0, 1] * 200})
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     rel = mst_release(df, {"A": [0, 1], "B": [0, 1]}, rho=0.5, seed=0, estimator="naive", progress=False)
+        >>> sorted(os.listdir(rel.save(tempfile.mkdtemp())))
+        ['privacy_report.json', 'release.npz', 'synthetic.csv']
+        """
+        out = Path(folder)
+        out.mkdir(parents=True, exist_ok=True)
+        self.synthetic.to_csv(out / "synthetic.csv", index=False)
+        self.tables.save(out / "release.npz")
+        _write_report(out / "privacy_report.json", self.report(delta))
+        return out
 
     def report(self, delta: float = 1e-9) -> dict:
         """The privacy report a curator publishes with the data: every part, its cost, the total

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..core.rng import as_generator
@@ -30,6 +32,21 @@ def _expected(p_marg: Factor, theta: Factor) -> float:
     return float(np.sum(np.where(p > 0, p * np.where(np.isneginf(t), 0.0, t), 0.0)))
 
 
+def _forbidden_cells(p_marg: Factor, theta: Factor, domain) -> list[str]:
+    """The cells of ``theta``'s scope where ``p`` has mass and ``theta`` is -inf (q forbids them), as
+    ``"A=a, B=b (p = 0.12)"``, the most probable first."""
+    t = np.broadcast_to(align(theta.values, theta.variables, p_marg.variables), p_marg.shape)
+    bad = (p_marg.values > 0) & np.isneginf(t)
+    idx = np.argwhere(bad)
+    mass = p_marg.values[bad]
+    names = domain.state_names or {}
+    out = []
+    for j in np.argsort(-mass, kind="stable"):
+        cell = ", ".join(f"{v}={names[v][k] if v in names else k}" for v, k in zip(p_marg.variables, idx[j]))
+        out.append(f"{cell} (p = {mass[j]:.3g})")
+    return out
+
+
 def kl_divergence(p, q, max_cells: int | None = DEFAULT_MAX_CELLS) -> float:
     """Exact KL(p || q) in nats between two models on the same variables.
 
@@ -46,6 +63,8 @@ def kl_divergence(p, q, max_cells: int | None = DEFAULT_MAX_CELLS) -> float:
     Returns
     -------
     float
+        ``inf`` when q gives probability zero to a configuration p allows, with a warning naming the
+        first such cells (a fit without smoothing: refit with a pseudo-count).
 
     Examples
     --------
@@ -67,6 +86,12 @@ def kl_divergence(p, q, max_cells: int | None = DEFAULT_MAX_CELLS) -> float:
     e_p = sum(_expected(cal_p.marginal(f.variables), f) for f in p.factors)
     e_q = sum(_expected(cal_p.marginal(f.variables), f) for f in q.factors)
     if e_q == -np.inf:
+        cells = [c for f in q.factors for c in _forbidden_cells(cal_p.marginal(f.variables), f, p.domain)]
+        warnings.warn(f"kl_divergence is infinite: q gives probability zero to cells where p has mass, e.g. "
+                      f"{'; '.join(cells[:3])}{f' ({len(cells)} cells in all)' if len(cells) > 3 else ''}. A fit with zero cells "
+                      "usually lacks smoothing: refit q with a pseudo-count (ppgm.adapters.MarkovNetworkEstimator("
+                      "pseudo_count=...), pgmpy's BayesianEstimator(prior_type='BDeu' or 'dirichlet')), or compare with "
+                      "total_variation, which stays finite", stacklevel=2)
         return np.inf
     return max(float(e_p - cal_p.log_z - e_q + log_zq), 0.0)
 

@@ -499,6 +499,9 @@ class CGMResult:
     selection : dict
         What the release-based rules chose (``"l2"``: the naive start's weight, ``"iterations"``: the EM
         iteration count), each with its candidates and mean bootstrap scores.
+    l2 : float, optional
+        The M-step's L2 weight per record (the noise-aware default, the given number, or the release's
+        choice with ``l2="release"``).
     """
 
     model: MarkovNetwork
@@ -506,6 +509,7 @@ class CGMResult:
     N: float
     history: list = field(default_factory=list)
     selection: dict = field(default_factory=dict)
+    l2: float | None = None
 
 
 def _pooled(ms: Sequence[Measurement], tie: "Tying | None") -> np.ndarray:
@@ -989,7 +993,7 @@ def cgm_em(
                                        accelerate=accelerate)
     bar.close()
     _record_stop(history, stopped, stop, max_iter, mstep_rule, estep)
-    return CGMResult(P.model(theta), em.counts or [], N, history, selection)
+    return CGMResult(P.model(theta), em.counts or [], N, history, selection, float(weight_l2))
 
 
 def _check_em_arguments(domain, measurements, l2, estep, max_iter, tol, rtol, damping, smoothing, progress, estep_iter,

@@ -64,6 +64,20 @@ class NotPrivateWarning(UserWarning):
     """
 
 
+class StatesFromDataWarning(UserWarning):
+    """A private release's declared states look read from the records it releases: every released
+    column with more than two states is declared with exactly the values present, sorted or in the
+    order they first appear. Such a domain discloses which values occur (a value only one person has,
+    the largest age); the noise does not hide it. Declare the states from a public source (a
+    codebook, the form's categories), values no record may have included.
+
+    Examples
+    --------
+    >>> issubclass(StatesFromDataWarning, UserWarning)
+    True
+    """
+
+
 def _positive(x, name: str) -> float:
     if isinstance(x, bool) or not isinstance(x, (int, float, np.floating, np.integer)) or not np.isfinite(x) or x <= 0:
         raise ValueError(f"{name}: expected a positive number, got {x!r}")
