@@ -287,8 +287,11 @@ def _fitted_by_page():
     em.fit(DiscreteBayesianNetwork(asia.edges()), holes)
     studies = [pa.sample(mn, 300, seed=s)[list(c)] for s, c in enumerate([("X0", "X1"), ("X1", "X2"), ("X2", "X3")])]
     fit = pa.mer(studies, kind="discrete", state_names=pa.declared_states(mn))
+    numeric = pd.DataFrame({"a": rows["a"], "x": rng.normal(size=2000)})
+    binned = pa.MissingValuesEM(progress=False, state_names={"x": {}})  # a numeric column, binned from the data
+    binned.fit(DiscreteBayesianNetwork([("a", "x")]), numeric)
     return {"private-tables.md": [naive, cgm], "aggregates.md": [clf], "corrupted-records.md": [robust],
-            "missing-values.md": [em], "overlapping-studies.md": [fit]}
+            "missing-values.md": [em], "overlapping-studies.md": [fit], "synthesis.md": [binned]}
 
 
 def test_every_attribute_a_guide_page_names_exists_on_its_fitted_objects():
