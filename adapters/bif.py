@@ -175,7 +175,7 @@ def write_bif(model: DiscreteBayesianNetwork, path) -> None:
 
     if not isinstance(model, DiscreteBayesianNetwork):
         raise TypeError(f"model: expected a pgmpy DiscreteBayesianNetwork, got {type(model).__name__}")
-    BIFWriter(model, round_values=None).write_bif(os.fspath(path))
+    BIFWriter(model, round_values=None).write(os.fspath(path))
 
 
 def bayesian_network(edges, nodes: Sequence | None = None) -> DiscreteBayesianNetwork:

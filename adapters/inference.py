@@ -492,12 +492,12 @@ class LogBeliefPropagation:
         >>> bp = LogBeliefPropagation(load_bif_example("asia"))
         >>> rows = pd.DataFrame({"smoke": ["yes", "no", None], "xray": ["yes", None, "no"]})
         >>> bp.query_rows(rows, "lung").round(4)
-             no     yes
-        0  0.3578  0.6422
-        1  0.9900  0.0100
-        2  0.9881  0.0119
+              yes      no
+        0  0.6460  0.3540
+        1  0.0100  0.9900
+        2  0.0012  0.9988
         >>> bp.query_rows(rows, ["lung", "smoke"]).columns.tolist()[:2]
-        [('lung', 'no'), ('lung', 'yes')]
+        [('lung', 'yes'), ('lung', 'no')]
         """
         checks.flag(joint, "joint")
         chunk_rows = checks.count(chunk_rows, "chunk_rows")
