@@ -51,8 +51,8 @@ def read_bif(path) -> DiscreteBayesianNetwork:
     model is used (see the guide's inference page), not here.
 
     A direct reader of the format (variables with their discrete states, ``probability`` blocks with
-    ``table``, per-parent-configuration rows and ``default``): ALARM in 0.04 s and HEPAR2 in 0.06 s, where pgmpy's ``BIFReader`` takes 5-6 s
-    (one run each), with the same CPDs.
+    ``table``, per-parent-configuration rows and ``default``): ALARM in 0.04 s and HEPAR2
+    in 0.06 s, where pgmpy's ``BIFReader`` takes 5-6 s (one run each), with the same CPDs.
 
     Parameters
     ----------
