@@ -17,6 +17,8 @@ with _warnings.catch_warnings():
 
 from .data import contingency_tables, decode, encode, infer_domain, read_records, sample, sample_partitions, to_frame
 from .inference import LogBeliefPropagation
+from .predict import impute, predict, predict_probability
+from .bif import bayesian_network, read_bif, write_bif
 from .examples import adult_schema, dirichlet_chain_network, load_adult, load_bif_example, mobility_study
 from .metrics import kl_divergence, marginals, total_variation
 from .private import BoundedTables, CGMEstimator, NaiveMLEEstimator, NoisyFactor, NoisyTables, bounded_tables, release_tables
@@ -42,6 +44,12 @@ from .models import (
 
 __all__ = [
     "LogBeliefPropagation",
+    "predict_probability",
+    "predict",
+    "impute",
+    "read_bif",
+    "write_bif",
+    "bayesian_network",
     "CGMEstimator",
     "GaussianMechanism",
     "LaplaceMechanism",

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from typing import Hashable, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 from pgmpy import config
 from pgmpy.factors.discrete import DiscreteFactor, TabularCPD
 
 from ppgm.core import checks
 from ppgm.models.bayes import BayesianNetwork
 from ppgm.factors.factor import Factor
+from ppgm.inference.evidence import row_marginals
 from ppgm.inference.junction_tree import DEFAULT_MAX_CELLS, Calibration, JunctionTree
 from ppgm.models.markov import MarkovNetwork
 
+from .dask_backend import is_dask
+from .data import check_frame, check_known, codes_or_unknown, state_codes
 from .models import to_engine
+
+CHUNK_ROWS = 2**16  # rows of a DataFrame encoded and answered at once by query_rows (bounded memory)
 
 
 def _state_maps(states) -> tuple:
@@ -109,6 +116,8 @@ class LogBeliefPropagation:
         self._cache: OrderedDict = OrderedDict()
         self._cache_size = max(int(cache_size), 1)
         self._state_maps: dict | None = None
+        self._max_cells = max_cells
+        self._trees: dict = {}  # junction trees that hold a joint query's scope, and each tree's flat log-potentials
 
     # -- calibration -------------------------------------------------------------------------
     def _evidence_key(self, evidence: Mapping | None, virtual_evidence=None) -> tuple:
@@ -406,3 +415,131 @@ class LogBeliefPropagation:
         -0.6931
         """
         return self._calibration(self._evidence_key(evidence, virtual_evidence)).log_z
+
+    # -- many rows at once ------------------------------------------------------------------------
+    def _row_codes(self, data: pd.DataFrame) -> np.ndarray:
+        """Codes (-1 where a cell is empty or the column absent) of a DataFrame whose columns are model variables."""
+        dom = self.domain
+        codes = np.full((len(data), len(dom)), -1, dtype=np.int64)
+        for j, v in enumerate(dom.variables):
+            if v in data.columns:  # each distinct value looked up once, by the rule of ``state_codes``
+                col = data[v]
+                at, uniques = pd.factorize(col.astype(object) if isinstance(col.dtype, pd.CategoricalDtype) else col)
+                if len(uniques):
+                    lut = state_codes(pd.Series(np.asarray(uniques, dtype=object), dtype=object), dom.state_names[v])
+                    codes[:, j] = np.where(at >= 0, lut[np.maximum(at, 0)], -1)
+        unknown = (codes < 0) & data.reindex(columns=list(dom.variables)).notna().to_numpy()
+        if unknown.any():
+            frame = data.reindex(columns=list(dom.variables))
+            check_known(frame, dom, codes_or_unknown(frame, dom), "data", missing_ok=True)
+        return codes
+
+    def _tree_for(self, scopes: list) -> tuple[JunctionTree, np.ndarray]:
+        """The model's junction tree when it holds every scope, else one built with the scopes added
+        (cached), and the model's flat log-potentials on it."""
+        tree = self.junction_tree
+        if any(tree.find_home(s) is None for s in scopes):
+            key = frozenset(map(frozenset, scopes))
+            if key not in self._trees:
+                self._trees[key] = JunctionTree.build(self.domain, list(self.engine_model.scopes) + list(scopes),
+                                                      max_cells=self._max_cells)
+            tree = self._trees[key]
+        psi_key = ("psi", id(tree))
+        if psi_key not in self._trees:
+            self._trees[psi_key] = np.concatenate([p.ravel() for p in tree._potentials(self.engine_model)])
+        return tree, self._trees[psi_key]
+
+    def query_rows(self, data, variables, joint: bool = False, chunk_rows: int = CHUNK_ROWS):
+        """For every row of ``data``, the exact posterior of ``variables`` given that row's observed cells.
+
+        An empty cell (NaN, None, pandas NA) or a model variable absent from the columns is unobserved;
+        a variable observed in a row has the indicator of its value as posterior. Rows are answered
+        together by the engine of the EM E-step (:func:`ppgm.inference.evidence.row_marginals`): the
+        distinct rows once, each on the junction tree reduced to its unobserved cells (or, when that
+        costs about as much, as a column of the full tree's calibration), ``chunk_rows`` rows at a time
+        so that memory stays bounded. A row whose observed cells have probability zero gets a row of
+        NaN: a ``RuntimeWarning`` says how many, and ``result.attrs["impossible_rows"]`` lists their labels.
+        A Dask DataFrame is answered partition by partition (``map_partitions``), with the same values.
+
+        Parameters
+        ----------
+        data : pandas.DataFrame or dask.dataframe.DataFrame
+            Columns named by model variables (any subset), values among their states as written.
+        variables : hashable or list
+            One variable (columns: its states) or a list of them (columns: ``(variable, state)``).
+        joint : bool
+            With a list: the joint posterior instead, one column per combination of states (a
+            MultiIndex with one level per variable, C order); a tree holding the scope is built once
+            when no clique of the model's tree does.
+        chunk_rows : int
+            Rows encoded and answered at once.
+
+        Returns
+        -------
+        pandas.DataFrame or dask.dataframe.DataFrame
+            Indexed like ``data``; each row sums to one (or is NaN for impossible evidence).
+
+        Raises
+        ------
+        ValueError
+            Columns that are not model variables (named), values that are not their variable's states,
+            unknown or repeated query variables.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from ppgm.adapters import load_bif_example
+        >>> bp = LogBeliefPropagation(load_bif_example("asia"))
+        >>> rows = pd.DataFrame({"smoke": ["yes", "no", None], "xray": ["yes", None, "no"]})
+        >>> bp.query_rows(rows, "lung").round(4)
+              yes      no
+        0  0.6460  0.3540
+        1  0.0100  0.9900
+        2  0.0012  0.9988
+        >>> bp.query_rows(rows, ["lung", "smoke"]).columns.tolist()[:2]
+        [('lung', 'yes'), ('lung', 'no')]
+        """
+        checks.flag(joint, "joint")
+        chunk_rows = checks.count(chunk_rows, "chunk_rows")
+        single = isinstance(variables, (str, bytes)) or not isinstance(variables, (list, tuple))
+        names = [variables] if single else list(variables)
+        if not names:
+            raise ValueError("variables: expected at least one variable")
+        names = list(self.domain.check(checks.names(names, "variables"), "variables"))
+        check_frame(data, "data", dask=True)
+        extra = [c for c in data.columns if c not in self.domain]
+        if extra:
+            raise ValueError(f"data: columns {extra} are not variables of the model; its variables are {list(self.domain.variables)}")
+        states = self.domain.state_names
+        if joint and not single:
+            columns = pd.MultiIndex.from_product([list(states[v]) for v in names], names=names)
+            scopes = [tuple(names)]
+        elif single:
+            columns = pd.Index(list(states[names[0]]))
+            scopes = [(names[0],)]
+        else:
+            columns = pd.MultiIndex.from_tuples([(v, s) for v in names for s in states[v]], names=["variable", "state"])
+            scopes = [(v,) for v in names]
+        if is_dask(data):
+            meta = pd.DataFrame(np.zeros((0, len(columns))), columns=columns, index=data._meta.index)
+            return data.map_partitions(self._answer_rows, scopes, columns, chunk_rows, meta=meta)
+        return self._answer_rows(data, scopes, columns, chunk_rows)
+
+    def _answer_rows(self, data: pd.DataFrame, scopes: list, columns: pd.Index, chunk_rows: int = CHUNK_ROWS) -> pd.DataFrame:
+        """:meth:`query_rows` on one pandas DataFrame (checked), in chunks of ``chunk_rows`` rows."""
+        tree, psi = self._tree_for(scopes)
+        out = np.empty((len(data), len(columns)))
+        impossible = np.zeros(len(data), bool)
+        for a in range(0, len(data), chunk_rows):
+            codes = self._row_codes(data.iloc[a:a + chunk_rows])
+            lz, marginals = row_marginals(tree, psi, codes, scopes)
+            out[a:a + len(codes)] = np.concatenate(marginals, axis=1)
+            impossible[a:a + len(codes)] = ~np.isfinite(lz)
+        result = pd.DataFrame(out, index=data.index, columns=columns)
+        if impossible.any():
+            labels = data.index[impossible].tolist()
+            warnings.warn(f"data: {len(labels)} of {len(data)} rows have observed cells of probability zero under the "
+                          f"model (rows {labels[:5]}{' ...' if len(labels) > 5 else ''}); their posteriors are NaN",
+                          RuntimeWarning, stacklevel=3)
+            result.attrs["impossible_rows"] = labels
+        return result

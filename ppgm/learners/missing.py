@@ -32,7 +32,8 @@ from ..core.progress import ConvergenceWarning, progress_bar
 from ..core.rng import as_generator
 from ..factors.domain import Domain
 from ..factors.factor import Factor
-from ..inference.evidence import ReducedRows, reduced_cells, seen_counts
+from ..inference.evidence import REDUCED_CHUNK, REDUCED_COST, ReducedRows, evidence_mask, reduced_cells, seen_counts
+from ..inference.evidence import distinct_rows as _distinct_rows
 from ..inference.junction_tree import JunctionTree
 from ..inference.tables import count_block
 from ..models.bayes import BayesianNetwork
@@ -88,24 +89,6 @@ def check_partial_records(records, domain: Domain, argument: str = "records") ->
         j = int(np.flatnonzero(bad.any(axis=0))[0])
         raise ValueError(f"{argument}: column {domain.variables[j]!r} has codes outside -1 (missing) .. {cards[j] - 1}")
     return arr
-
-
-def _evidence_index(tree: JunctionTree) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per variable of the domain: the flat cells of every clique that holds it, and its state there."""
-    memo = tree._memo.get("evidence")
-    if memo is None:
-        plan = tree._plan()
-        memo = []
-        for v in tree.domain.variables:
-            cells, states = [], []
-            for c, start, shape in zip(tree.cliques, plan["starts"], plan["shapes"]):
-                if v in c:
-                    cells.append(start + np.arange(int(np.prod(shape))))
-                    states.append(np.indices(shape)[c.index(v)].ravel())
-            memo.append((np.concatenate(cells).astype(np.intp), np.concatenate(states)) if cells
-                        else (np.zeros(0, np.intp), np.zeros(0, np.int64)))
-        tree._memo["evidence"] = memo
-    return memo
 
 
 @dataclass(frozen=True)
@@ -190,10 +173,8 @@ class _Grouped:
 
     MASK_BUDGET = 2**27  # bytes of evidence masks kept between E-steps
     REDUCED_BUDGET = 2**29  # bytes of reduced index arrays kept between E-steps (about 20 bytes a reduced cell)
-    REDUCED_CHUNK = 2**22  # reduced cells calibrated at once
-    REDUCED_COST = 2  # a row takes the full tree when its reduced cells times this reach the tree's cells: measured per
-    # cell, a reduced cell costs 1-1.5x a full-tree cell to calibrate and 2-4x with its index arrays built (ALARM,
-    # WIN95PTS, HAILFINDER at 10-70% missing); at 70% ALARM keeps 469 of 1,038 cells a row, 121 against 145 us
+    REDUCED_CHUNK = REDUCED_CHUNK  # reduced cells calibrated at once
+    REDUCED_COST = REDUCED_COST  # a row takes the full tree when its reduced cells times this reach the tree's cells
 
     @classmethod
     def of(cls, tree: JunctionTree, rec: np.ndarray, chunk_cells: int = CHUNK_CELLS, path: str = "auto") -> "_Grouped":
@@ -231,14 +212,7 @@ class _Grouped:
 
     def _mask(self, which: np.ndarray) -> np.ndarray:
         """Which clique cells agree with each of the distinct rows ``which``."""
-        R = self.rows[which]
-        keep = np.ones((len(self.complete_counts), len(R)), dtype=bool)
-        for j, (idx, st) in enumerate(_evidence_index(self.tree)):
-            obs = R[:, j]
-            if idx.size and (obs >= 0).any():  # compat[s, r]: state s agrees with row r (or r misses it)
-                compat = (obs[None, :] == np.arange(self.tree.domain.cards[j])[:, None]) | (obs < 0)[None, :]
-                keep[idx] &= compat[st]
-        return keep
+        return evidence_mask(self.tree, self.rows[which])
 
     def _on_tree(self, psi: np.ndarray, which: np.ndarray, masks: list | None = None) -> tuple:
         """Expected clique counts and summed log Z of the rows ``which``, each a column of the full
@@ -291,19 +265,6 @@ class _Grouped:
 
     def expected(self, model: MarkovNetwork, scopes: Sequence[tuple], log_z: float | None = None) -> ExpectedTables:
         return _tables(self.tree, self.counts(model, log_z), scopes)
-
-
-def _distinct_rows(rec: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of ``rec`` (codes -1 .. ``top`` - 1) and their multiplicities: each row's bytes
-    as one opaque item in the narrowest integer type, so that one sort of byte strings finds them (ALARM,
-    196k rows: 0.2 s, where ``numpy.unique(axis=0)``'s sort over 37 columns took 3.5 s)."""
-    if not len(rec):
-        return np.zeros((0, rec.shape[1]), np.int64), np.zeros(0, np.int64)
-    small = np.int8 if top <= 127 else np.int16 if top <= 32767 else np.int64
-    packed = np.ascontiguousarray(rec.astype(small))
-    items = packed.view(np.dtype((np.void, packed.itemsize * rec.shape[1]))).ravel()
-    distinct, counts = np.unique(items, return_counts=True)
-    return distinct.view(small).reshape(len(distinct), rec.shape[1]).astype(np.int64), counts
 
 
 def _check_finite(lz: np.ndarray, rows: np.ndarray) -> None:
