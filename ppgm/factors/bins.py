@@ -119,7 +119,7 @@ class NumericBins:
     hi: float
     edges: np.ndarray
     integer: bool = False
-    cells: np.ndarray = field(default=None)  # type: ignore[assignment]  # None: the bins' edges
+    cells: np.ndarray = field(default=None)  # type: ignore[arg-type]  # None: the bins' edges
     weights: np.ndarray | None = None
 
     def __post_init__(self) -> None:
