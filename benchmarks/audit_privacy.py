@@ -7,30 +7,35 @@ The scenarios (shared with tests/test_audit.py, which runs them at fewer runs):
 
   laplace sampler     LaplaceMechanism(1).measure on one cell, counts 11 and 10 (sensitivity 1)
   gaussian sampler    GaussianMechanism(rho=0.5).measure on one cell (sigma 1), tested at delta 0.2
-  release_tables      a person with 4 records in one cell, at most 2 kept (max_contributions=2),
-                      one table, Laplace epsilon 1; ... and its noisy N (publish_n=Laplace epsilon 1)
-  MST selection       mst_select on three binary variables, 100 records plus one: the record raises
-                      two pairs' L1 errors and lowers the third's (the best one), rho 0.5625 over two
-                      rounds (pure epsilon 1.5 a round)
-  AIM selection       AIM's scores and report-noisy-max (epsilon 1, the round's choice) over two
+  release_tables      a person with 8 records in one cell, at most 4 kept (max_contributions=4),
+                      one table, Laplace epsilon 1; and its noisy N (publish_n=Laplace epsilon 1)
+  MST selection       mst_select on three binary variables, 100 records plus one that lowers the
+                      best pair's L1 error and raises the two others', rho 1 over two rounds, tested
+                      at delta 0.2
+  AIM selection       AIM's scores and report-noisy-max (epsilon 1, one round's choice) over two
                       candidates, one raised and one lowered by the record
-  MaxEnt aggregates   noisy_aggregates / aggregate(mechanism=Laplace epsilon 1): one feature, the
-                      record with label 1 (counts and label sums both move)
-  private quantiles   the median-free low quantile (alpha 0.05) over 11 candidates, epsilon 2,
-                      20 values plus one at the lower bound
+  MaxEnt aggregates   aggregate(mechanism=Laplace epsilon 1) end to end (the test suite also runs
+                      noisy_aggregates, its engine step): one feature, the record with label 1
+                      (its count and its label sum both move)
+  private quantiles   one low quantile (alpha 0.1) over 11 candidates, epsilon 2, 10 values plus one
+                      at the lower bound
+
+Broken twins (monkeypatched, the library untouched): noise drawn at half the scale computed; the
+contribution bound k left out of the scale; the bound not enforced; report-noisy-max's Gumbel noise
+at half its scale; the label sums left out of the aggregates' sensitivity; a quantile at four times
+its budget. They run on the seeded path: they check the audit's power, not the sampler.
 
 Events fixed before the runs: thresholds on each released cell (and their intersection), the choice
 made, the count published. Confidence 1 - 1e-6: a mechanism that keeps its claim fails with
 probability at most 1e-6.
 
-Run: python benchmarks/audit_privacy.py [--quick]   (about 10 minutes; --quick about 2)
+Run: python benchmarks/audit_privacy.py [--quick]   (about 15 minutes; --quick about 2)
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import sys
 import time
 import warnings

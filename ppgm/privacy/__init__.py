@@ -1,6 +1,6 @@
 """Differential privacy: the discrete Laplace and Gaussian mechanisms on integer tables, the privacy
-accountant (pure and zero-concentrated DP), bounded contributions per individual, and private quantiles
-for public bin edges.
+accountant (pure and zero-concentrated DP), bounded contributions per individual, private quantiles
+for public bin edges, and a statistical audit of a mechanism's epsilon (``audit``).
 
 May import: ``ppgm.core``, ``ppgm.factors``, ``ppgm.models``.
 """
