@@ -130,23 +130,23 @@ def test_gaussian_sampler():
 
 def test_release_tables_person_at_the_bound():
     """release_tables end to end, one person with 8 records in one cell and max_contributions=4,
-    Laplace epsilon 1 for the table and 1 for N. Private: 150 runs (too few to see much: the check
+    Laplace epsilon 1 for the table and 1 for N. Private: 100 runs (too few to see much: the check
     is that the private path holds). Sensitivity miscounted (the bound k left out of the scale,
     epsilon 4 in truth): bounds 2.20 (table) and 2.21 (N) on average at 500 seeded runs (five
     audits 2.00-2.35, sd 0.10 and 0.13: 9 sd above the claim).
     The bound skipped (8 records counted, epsilon 2) needs 1,500 runs: the long form."""
     sc = ap.tables_release()
-    check(sc, 150)
+    check(sc, 100)
     sc.breaks.pop("bound skipped")
     caught(sc, 500)
 
 
 def test_mst_selection():
     """mst_select's two rounds, rho 1 (0.5 a round), the zCDP claim tested at delta 0.2 (epsilon
-    2.222). Private: 200 runs. Gumbel scale halved (rho 4): expected bound 3.36 at 5,000 seeded runs
+    2.222). Private: 150 runs. Gumbel scale halved (rho 4): expected bound 3.36 at 5,000 seeded runs
     (five audits 3.16-3.59, sd 0.15: 7 sd above the claim)."""
     sc = ap.mst_selection()
-    check(sc, 200)
+    check(sc, 150)
     caught(sc, 5_000)
 
 
@@ -161,12 +161,12 @@ def test_aim_selection():
 
 def test_maxent_aggregates():
     """noisy_aggregates (counts and label sums of one feature, Laplace epsilon 1): private 300 runs,
-    and aggregate(mechanism=...) end to end, private, 100 runs. Label sums left out of the
+    and aggregate(mechanism=...) end to end, private, 60 runs. Label sums left out of the
     sensitivity (epsilon 2): bound 1.49 on average at 2,000 seeded runs (five audits 1.41-1.53, sd
     0.05: 10 sd above the claim)."""
     sc = ap.maxent_aggregates()
     check(sc, 300)
-    check(ap.maxent_aggregates(end_to_end=True), 100)
+    check(ap.maxent_aggregates(end_to_end=True), 60)
     caught(sc, 2_000)
 
 
