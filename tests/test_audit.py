@@ -178,3 +178,13 @@ def test_private_quantiles():
     sc = ap.quantiles()
     check(sc, 3_000, seeded=True)
     caught(sc, 3_000)
+
+
+def test_private_bins_of_a_numeric_column():
+    """A numeric column's private bins through the release's own path (the fine histogram at rho 0.5,
+    the bins read from it), tested at delta 0.2 (claimed epsilon 1.176) on the noisy cell and the first
+    edge chosen; seeded (the private path runs in the long form: 40 s for 3,000 runs here). Correct:
+    0.25 at 3,000 private runs. Noise halved: 1.57 at 3,000 seeded runs (one audit), 0.39 above the claim."""
+    sc = ap.private_bins()
+    check(sc, 1_500, seeded=True)
+    caught(sc, 3_000)
